@@ -1,0 +1,83 @@
+"""Linear and softmax regression from scratch (chapter 3): models, losses, SGD step."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+
+from .utils import check_tensor
+
+
+def linreg(X: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The linear model ``X w + b``.  X: (n, d), w: (d, 1), b: (1,) -> (n, 1)."""
+    check_tensor(X, "X", ndim=2)
+    check_tensor(w, "w", ndim=2)
+    if X.shape[1] != w.shape[0]:
+        raise ValueError(f"X has {X.shape[1]} features but w has shape "
+                         f"{tuple(w.shape)}; expected w of shape ({X.shape[1]}, 1)")
+    return X @ w + b
+
+
+def squared_loss(y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example loss ``(y_hat - y)^2 / 2``.  (n, 1), (n,) or (n, 1) -> (n, 1)."""
+    check_tensor(y_hat, "y_hat")
+    check_tensor(y, "y")
+    if y_hat.numel() != y.numel():
+        raise ValueError(f"y_hat and y must have the same number of elements, "
+                         f"got y_hat {tuple(y_hat.shape)} and y {tuple(y.shape)}")
+    return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
+
+
+def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int = 1) -> None:
+    """One minibatch SGD step in place, then zero the gradients.
+
+    ``p -= lr * p.grad / batch_size``: pass ``batch_size`` when the loss was
+    *summed* over the batch, leave it at 1 when the loss was already a mean.
+    """
+    if lr <= 0:
+        raise ValueError(f"lr must be positive, got {lr}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    with torch.no_grad():
+        for p in params:
+            if p.grad is None:
+                raise ValueError("a parameter has no gradient: call backward() first "
+                                 "and create parameters with requires_grad=True")
+            p -= lr * p.grad / batch_size
+            p.grad.zero_()
+
+
+def softmax(X: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``exp(X) / sum(exp(X))`` along ``dim``, computed stably.
+
+    Subtracting the row maximum first changes nothing mathematically (it cancels in
+    the ratio) but keeps every ``exp`` in (0, 1], so large logits cannot overflow.
+    X: (..., q) -> (..., q), each slice along ``dim`` non-negative and summing to 1.
+    """
+    check_tensor(X, "X", floating=True)
+    X_exp = torch.exp(X - X.amax(dim=dim, keepdim=True))
+    return X_exp / X_exp.sum(dim=dim, keepdim=True)
+
+
+def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example ``-log softmax(logits)[y]`` via log-sum-exp (no overflow, no log 0).
+
+    logits: (n, q) unnormalised scores, y: (n,) class ids in [0, q)  ->  (n,)
+    ``cross_entropy(logits, y).mean()`` equals ``F.cross_entropy(logits, y)``.
+    """
+    check_tensor(logits, "logits", ndim=2, floating=True)
+    check_tensor(y, "y", ndim=1)
+    if y.shape[0] != logits.shape[0] or y.is_floating_point():
+        raise ValueError(f"expected integer class ids y of shape ({logits.shape[0]},) for "
+                         f"logits {tuple(logits.shape)}, got y {tuple(y.shape)} {y.dtype}")
+    m = logits.amax(dim=1, keepdim=True)
+    log_z = m.squeeze(1) + torch.log(torch.exp(logits - m).sum(dim=1))  # log sum exp
+    return log_z - logits.gather(1, y.reshape(-1, 1)).squeeze(1)
+
+
+def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of rows whose arg-max class equals ``y``.  (n, q), (n,) -> float."""
+    check_tensor(logits, "logits", ndim=2)
+    if y.shape != logits.shape[:1]:
+        raise ValueError(f"expected y of shape ({logits.shape[0]},), got {tuple(y.shape)}")
+    return (logits.argmax(dim=1) == y).float().mean().item()

@@ -1,0 +1,244 @@
+"""The Transformer of "Attention Is All You Need", block by block.
+
+Sub-module names mirror torch.nn (``self_attn``, ``linear1``, ``norm1``, ...) so
+weights copied from ``nn.TransformerEncoderLayer``/``DecoderLayer`` load directly
+(see :func:`state_dict_from_torch`).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention, mha_state_dict_from_torch
+from .masks import causal_mask, padding_mask
+from .norms import LayerNorm
+from .utils import check_tensor
+
+
+class PositionalEncoding(nn.Module):
+    """x + PE[:T], PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...).
+
+    Buffer ``pe``: (1, max_len, d_model).  forward(x (B, T, d_model)) -> same shape.
+    """
+
+    def __init__(self, d_model: int, dropout: float = 0.0, max_len: int = 5000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        pos = torch.arange(max_len, dtype=torch.float32)[:, None]          # (max_len, 1)
+        div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div[: d_model // 2])
+        self.register_buffer("pe", pe[None])                                # (1, max_len, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor(x, "x", ndim=3)
+        _, max_len, d = self.pe.shape
+        if x.shape[1] > max_len or x.shape[2] != d:
+            raise ValueError(f"expected (B, T <= max_len={max_len}, d_model={d}), "
+                             f"got shape {tuple(x.shape)}")
+        return self.dropout(x + self.pe[:, : x.shape[1]])
+
+
+class PositionWiseFFN(nn.Module):
+    """linear2(dropout(act(linear1(x)))), the same MLP applied to every position.
+
+    (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+        super().__init__()
+        acts = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh, "sigmoid": torch.sigmoid}
+        if activation not in acts:
+            raise ValueError(f"activation must be one of {sorted(acts)}, got {activation!r}")
+        self.activation = acts[activation]
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and FFN, each wrapped in Add & Norm.
+
+    post-norm (paper):  x = norm(x + sublayer(x))
+    pre-norm:           x = x + sublayer(norm(x))
+    forward(x (B, T, d_model), mask bool (B, 1, 1|T, T)) -> (B, T, d_model).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def _sa(self, x, mask):
+        return self.dropout1(self.self_attn(x, x, x, mask))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), mask)
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self._sa(x, mask))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+class DecoderBlock(nn.Module):
+    """Masked self-attention, cross-attention over the encoder memory, FFN.
+
+    forward(x (B, T, d), memory (B, S, d), tgt_mask (B|1, 1, T, T),
+    memory_mask (B, 1, 1, S)) -> (B, T, d).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
+                 norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        sa = lambda y: self.dropout1(self.self_attn(y, y, y, tgt_mask))
+        ca = lambda y: self.dropout2(self.cross_attn(y, memory, memory, memory_mask))
+        ff = lambda y: self.dropout3(self.ffn(y))
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            x = x + ca(self.norm2(x))
+            return x + ff(self.norm3(x))
+        x = self.norm1(x + sa(x))
+        x = self.norm2(x + ca(x))
+        return self.norm3(x + ff(x))
+
+
+class _Stack(nn.Module):
+    """Token embedding * sqrt(d_model) + positional encoding, then N blocks."""
+
+    def __init__(self, block, vocab_size, d_model, num_layers, dropout, norm_first, max_len):
+        super().__init__()
+        self.d_model, self.vocab_size = d_model, vocab_size
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoding = PositionalEncoding(d_model, dropout, max_len)
+        self.blocks = nn.ModuleList(block() for _ in range(num_layers))
+        # pre-norm leaves the residual stream un-normalised: add a final LayerNorm
+        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        check_tensor(tokens, "tokens", ndim=2)
+        if tokens.is_floating_point():
+            raise TypeError(f"tokens must hold integer ids, got {tokens.dtype}")
+        if tokens.shape[0] == 0 or tokens.shape[1] == 0:
+            raise ValueError(f"empty batch: tokens of shape {tuple(tokens.shape)}")
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= self.vocab_size:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"token id {bad} is out of range for a vocabulary of size "
+                             f"{self.vocab_size} (expected 0..{self.vocab_size - 1})")
+        return self.pos_encoding(self.embedding(tokens) * math.sqrt(self.d_model))
+
+
+class Encoder(_Stack):
+    def forward(self, src, src_mask=None):
+        x = self.embed(src)
+        for blk in self.blocks:
+            x = blk(x, src_mask)
+        return self.norm(x)
+
+
+class Decoder(_Stack):
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None):
+        x = self.embed(tgt)
+        for blk in self.blocks:
+            x = blk(x, memory, tgt_mask, memory_mask)
+        return self.norm(x)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer.  forward(src (B, S), tgt (B, T)) -> logits (B, T, V_tgt).
+
+    Builds the masks itself: source padding for the encoder and for cross-attention,
+    target padding AND causal for the decoder's self-attention.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512,
+                 num_heads: int = 8, num_layers: int = 6, d_ff: int = 2048,
+                 dropout: float = 0.1, norm_first: bool = False, pad_id: int = 0,
+                 max_len: int = 5000):
+        super().__init__()
+        self.pad_id = pad_id
+        enc = lambda: EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
+        dec = lambda: DecoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
+        self.encoder = Encoder(enc, src_vocab_size, d_model, num_layers, dropout, norm_first, max_len)
+        self.decoder = Decoder(dec, tgt_vocab_size, d_model, num_layers, dropout, norm_first, max_len)
+        self.generator = nn.Linear(d_model, tgt_vocab_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def encode(self, src: torch.Tensor):
+        """src (B, S) -> (memory (B, S, d_model), src_mask (B, 1, 1, S))"""
+        src_mask = padding_mask(src, self.pad_id)
+        return self.encoder(src, src_mask), src_mask
+
+    def decode(self, tgt, memory, src_mask):
+        """tgt (B, T), memory (B, S, d) -> logits (B, T, V_tgt)"""
+        tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(tgt.shape[1], tgt.device)
+        return self.generator(self.decoder(tgt, memory, tgt_mask, src_mask))
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src and tgt batch sizes differ: {src.shape[0]} vs {tgt.shape[0]}")
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt, memory, src_mask)
+
+
+@torch.no_grad()
+def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int,
+                  eos_id: int) -> torch.Tensor:
+    """Generate one token at a time, always taking the most likely next token.
+
+    src (B, S) -> ids (B, <= max_len) without <bos>.  A row stops after its <eos>;
+    its later positions hold the pad id.  The encoder runs once; the decoder re-reads
+    its whole prefix at every step (no key/value cache: simple, O(max_len^2)).
+    """
+    if not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    was_training = model.training
+    model.eval()
+    memory, src_mask = model.encode(src)
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        next_id = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)   # (B,)
+        next_id = next_id.masked_fill(done, model.pad_id)
+        ys = torch.cat([ys, next_id[:, None]], dim=1)
+        done |= next_id == eos_id
+        if done.all():
+            break
+    model.train(was_training)
+    return ys[:, 1:]
+
+
+def state_dict_from_torch(state_dict: dict) -> dict:
+    """Map an ``nn.TransformerEncoderLayer``/``DecoderLayer`` state dict onto
+    ``EncoderBlock``/``DecoderBlock`` names: ``multihead_attn`` -> ``cross_attn``,
+    ``linear1/2`` -> ``ffn.linear1/2``, attention projections -> ``W_q/W_k/W_v/W_o``."""
+    renamed = {}
+    for key, val in state_dict.items():
+        key = key.replace("multihead_attn.", "cross_attn.")
+        if key.startswith(("linear1.", "linear2.")):
+            key = "ffn." + key
+        renamed[key] = val
+    for prefix in ("self_attn.", "cross_attn."):
+        renamed = mha_state_dict_from_torch(renamed, prefix)
+    return renamed

@@ -1,0 +1,54 @@
+"""Devices, seeds and the input checks every module shares."""
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+def device() -> torch.device:
+    """The best available device: CUDA, then Apple's MPS, then the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python, NumPy and torch (every device) so a run can be repeated."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds CUDA and MPS generators
+
+
+def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
+                 floating: bool = False) -> torch.Tensor:
+    """Raise a clear error unless ``x`` is a tensor of the expected rank/dtype."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if x.dim() not in allowed:
+            want = " or ".join(f"{d}-D" for d in allowed)
+            raise ValueError(f"{name} must be {want}, got shape {tuple(x.shape)}")
+    if floating and not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    return x
+
+
+def show_source(obj) -> None:
+    """Display the source of a d2lmini function or class, highlighted.
+
+    Chapters use it to show the package version of what they just derived; the
+    text is compared by nbval, so a chapter must be re-run when the code changes.
+    """
+    import inspect
+
+    from IPython.display import Code, display
+    display(Code(inspect.getsource(obj), language="python"))

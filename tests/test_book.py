@@ -1,0 +1,97 @@
+"""Book-level checks: table of contents, committed notebook outputs, Colab cells,
+and the one repository URL.  They read files only; nbval re-executes the chapters."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+REPO_URL = CONFIG["repository"]["url"].rstrip("/")
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+MIN_CLAIMS = 8  # compared code cells with text output per chapter
+
+
+def toc_files() -> list[str]:
+    return [c["file"] for c in TOC["chapters"]]
+
+
+def test_toc_lists_every_chapter_in_order():
+    listed = toc_files()
+    on_disk = [f"chapters/{p.stem}" for p in CHAPTERS]
+    assert listed == on_disk, f"_toc.yml lists {listed}, chapters/ holds {on_disk}"
+    numbers = [int(re.match(r"chapters/(\d+)_", f).group(1)) for f in listed]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_config_is_strict_and_has_colab_button():
+    ex = CONFIG["execute"]
+    assert ex["execute_notebooks"] == "force" and ex["raise_on_error"] is True
+    assert ex["allow_errors"] is False and ex["timeout"] > 0
+    assert CONFIG["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
+    assert REPO_URL.startswith("https://github.com/") and CONFIG["repository"]["branch"]
+
+
+def test_repository_url_is_one_setting():
+    """Every GitHub URL of the book in README, intro, pyproject and notebooks is the config's."""
+    files = [ROOT / "README.md", ROOT / "intro.md", ROOT / "pyproject.toml", *CHAPTERS]
+    for f in files:
+        for url in re.findall(r"github\.com/[\w.-]+/[\w.-]+", f.read_text()):
+            assert url.removesuffix(".git") == REPO_URL.removeprefix("https://"), f"{f.name}: {url}"
+
+
+@pytest.fixture(params=CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def nb(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_chapter_has_one_h1_title_first(nb):
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.lstrip().startswith("# ")
+    h1 = [l for c in nb.cells if c.cell_type == "markdown" for l in c.source.splitlines()
+          if re.match(r"# \S", l)]
+    assert len(h1) == 1, f"expected exactly one H1, got {h1}"
+
+
+def test_first_code_cell_installs_d2lmini_only_in_colab(nb):
+    src = code_cells(nb)[0].source
+    assert 'if "google.colab" in sys.modules:' in src
+    assert f"git+{REPO_URL}" in src and "pip install" in src
+
+
+def test_outputs_come_from_one_clean_run(nb):
+    cells = code_cells(nb)
+    counts = [c.execution_count for c in cells]
+    assert all(c.source.strip() for c in cells), "empty code cell"
+    assert counts == list(range(1, len(cells) + 1)), f"execution counts not 1..n in order: {counts}"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    errors = [o for c in cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"committed error output: {errors[0].ename}"
+
+
+def test_claims_are_compared_by_nbval(nb):
+    claims = [c for c in code_cells(nb)[1:]
+              if "NBVAL_IGNORE_OUTPUT" not in c.source and "NBVAL_SKIP" not in c.source
+              and any(o.output_type == "stream" or "text/plain" in o.get("data", {})
+                      for o in c.outputs)]
+    assert len(claims) >= MIN_CLAIMS, f"only {len(claims)} compared cells with output"
+    stderr = [o.text for c in code_cells(nb) for o in c.outputs
+              if o.output_type == "stream" and o.name == "stderr"
+              and "NBVAL_IGNORE_OUTPUT" not in c.source]
+    assert not stderr, f"stderr in a compared cell: {stderr[0][:200]}"
+
+
+def test_chapter_has_figures_and_stays_small(nb):
+    pngs = [o for c in code_cells(nb) for o in c.outputs if "image/png" in o.get("data", {})]
+    assert pngs, "a chapter without a single figure"
+    size = len(nbformat.writes(nb))
+    assert size < 5_000_000, f"notebook is {size / 1e6:.1f} MB"
