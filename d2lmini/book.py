@@ -57,6 +57,35 @@ def _config_inited(app, config) -> None:
                                "vendor/html-manager/embed-amd.js": {}}
 
 
+# ipywidgets' widget manager typesets labels with the MathJax 2 API (MathJax.Hub.Queue);
+# the book loads MathJax 3, which has no Hub.  Give it one that forwards to MathJax 3,
+# before MathJax loads (config object) and after (startup.ready replaces the global).
+MATHJAX2_SHIM = """window.MathJax = window.MathJax || {};
+(function () {
+  var hub = {Queue: function (job) {
+    if (window.MathJax.typesetPromise) { MathJax.typesetPromise([job[2]]).catch(function () {}); }
+  }};
+  var startup = window.MathJax.startup = window.MathJax.startup || {};
+  window.MathJax.Hub = hub;
+  startup.ready = function () { MathJax.startup.defaultReady(); MathJax.Hub = hub; };
+})();"""
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop repeated identical <script>s (sphinx-thebe's config is added twice by
+    Jupyter Book 1, a `const` declared twice: a JavaScript error on every page)."""
+    seen, kept = set(), []
+    for js in context.get("script_files", []):
+        key = (getattr(js, "filename", js) or "", sorted(getattr(js, "attributes", {}).items()))
+        key = repr(key)
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"][:] = kept  # in place: Sphinx holds this very list
+
+
 def setup(app):
     app.connect("config-inited", _config_inited, priority=400)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.add_js_file(None, body=MATHJAX2_SHIM, priority=501)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -58,6 +58,41 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
     return torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
 
 
+def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
+                   batch_size: int, pad_id: int = 0, pool: int = 16,
+                   generator: torch.Generator | None = None):
+    """Shuffled minibatches of examples of similar source length, trimmed of padding.
+
+    src (n, S), tgt_in/tgt_out (n, T), right-padded with ``pad_id``.  Each pool of
+    ``pool * batch_size`` shuffled examples is sorted by source length and cut into
+    batches; the batch order is shuffled again.  Every batch is trimmed to its own
+    longest source and target, so short examples are not padded to the longest one
+    in the data set ("batched together by approximate sequence length", as in the
+    paper).  Yields (src (b, S_b), tgt_in (b, T_b), tgt_out (b, T_b)), b <= batch_size.
+    """
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not isinstance(pool, int) or pool < 1:
+        raise ValueError(f"pool must be a positive int, got {pool!r}")
+    if not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0]) or tgt_in.shape != tgt_out.shape:
+        raise ValueError(f"src (n, S), tgt_in and tgt_out (n, T) disagree: {tuple(src.shape)}, "
+                         f"{tuple(tgt_in.shape)}, {tuple(tgt_out.shape)}")
+    src_len = (src != pad_id).sum(1)                                   # (n,)
+    tgt_len = ((tgt_in != pad_id) | (tgt_out != pad_id)).sum(1)        # (n,)
+
+    def batches():
+        order = torch.randperm(len(src), generator=generator)
+        chunks = []
+        for i in range(0, len(order), pool * batch_size):
+            chunk = order[i:i + pool * batch_size]
+            chunks += chunk[torch.argsort(src_len[chunk], stable=True)].split(batch_size)
+        for k in torch.randperm(len(chunks), generator=generator).tolist():
+            idx = chunks[k]
+            S, T = int(src_len[idx].max()), int(tgt_len[idx].max())
+            yield src[idx, :S], tgt_in[idx, :T], tgt_out[idx, :T]
+    return batches()
+
+
 def toy_translation() -> list[tuple[str, str]]:
     """The notes' two German -> English pairs (word level)."""
     return [("ich mochte ein bier", "i want a beer ."),

@@ -26,6 +26,8 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, dropout: float = 0.0, max_len: int = 5000):
         super().__init__()
+        if d_model < 1 or max_len < 1:
+            raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and {max_len}")
         self.dropout = nn.Dropout(dropout)
         pos = torch.arange(max_len, dtype=torch.float32)[:, None]          # (max_len, 1)
         div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
@@ -37,9 +39,11 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor(x, "x", ndim=3)
         _, max_len, d = self.pe.shape
-        if x.shape[1] > max_len or x.shape[2] != d:
-            raise ValueError(f"expected (B, T <= max_len={max_len}, d_model={d}), "
-                             f"got shape {tuple(x.shape)}")
+        if x.shape[2] != d:
+            raise ValueError(f"expected (B, T, d_model={d}), got shape {tuple(x.shape)}")
+        if x.shape[1] > max_len:
+            raise ValueError(f"sequence length T={x.shape[1]} exceeds max_len={max_len} "
+                             f"of the positional encoding")
         return self.dropout(x + self.pe[:, : x.shape[1]])
 
 
@@ -196,6 +200,7 @@ class Transformer(nn.Module):
         return self.generator(self.decoder(tgt, memory, tgt_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        check_tensor(src, "src", ndim=2), check_tensor(tgt, "tgt", ndim=2)
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src and tgt batch sizes differ: {src.shape[0]} vs {tgt.shape[0]}")
         memory, src_mask = self.encode(src)
@@ -211,22 +216,64 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     its later positions hold the pad id.  The encoder runs once; the decoder re-reads
     its whole prefix at every step (no key/value cache: simple, O(max_len^2)).
     """
-    if not isinstance(max_len, int) or max_len < 1:
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    V = model.decoder.vocab_size
+    for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < V:
+            raise ValueError(f"{name} must be an id in 0..{V - 1}, got {i!r}")
+    check_tensor(src, "src", ndim=2)
     was_training = model.training
     model.eval()
-    memory, src_mask = model.encode(src)
-    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        next_id = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)   # (B,)
-        next_id = next_id.masked_fill(done, model.pad_id)
-        ys = torch.cat([ys, next_id[:, None]], dim=1)
-        done |= next_id == eos_id
-        if done.all():
-            break
-    model.train(was_training)
+    try:
+        memory, src_mask = model.encode(src)                             # once: (B, S, d)
+        ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            next_id = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)   # (B,)
+            next_id = next_id.masked_fill(done, model.pad_id)    # finished rows: pad
+            ys = torch.cat([ys, next_id[:, None]], dim=1)        # (B, t + 1)
+            done |= next_id == eos_id
+            if done.all():
+                break
+    finally:
+        model.train(was_training)
     return ys[:, 1:]
+
+
+def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
+                                  smoothing: float = 0.1,
+                                  ignore_index: int = -100) -> torch.Tensor:
+    """Cross-entropy against the smoothed target q = (1 - eps) * one_hot(y) + eps / V.
+
+    logits (..., V), target (...) integer ids -> scalar: the mean over the positions
+    whose target is not ``ignore_index`` (pass the pad id), i.e.
+    (1 - eps) * (-log p_y) + eps * mean_c(-log p_c), the same as
+    ``F.cross_entropy(logits, target, label_smoothing=eps, ignore_index=...)``.
+    It works on ``log_softmax(logits)``, which is always finite: the log of a
+    probability that underflowed to 0 (log(0) = -inf, and 0 * -inf = nan) never
+    appears.  Like torch, a batch whose targets are all ignored gives nan.
+    """
+    check_tensor(logits, "logits", floating=True)
+    check_tensor(target, "target")
+    if target.is_floating_point() or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class ids, got {target.dtype}")
+    if logits.shape[:-1] != target.shape:
+        raise ValueError(f"logits (..., V) and target (...) disagree: logits "
+                         f"{tuple(logits.shape)}, target {tuple(target.shape)}")
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"smoothing must be in [0, 1], got {smoothing}")
+    V = logits.shape[-1]
+    keep = target != ignore_index                                   # (...)
+    y = target.masked_fill(~keep, 0)
+    if keep.any() and (int(y[keep].min()) < 0 or int(y[keep].max()) >= V):
+        raise ValueError(f"target ids must be in 0..{V - 1} (or ignore_index={ignore_index}), "
+                         f"got {int(target[keep].min())}..{int(target[keep].max())}")
+    logp = F.log_softmax(logits.float(), dim=-1)                     # (..., V)
+    nll = -logp.gather(-1, y[..., None]).squeeze(-1)                 # -log p_y
+    uniform = -logp.mean(dim=-1)                                     # mean_c -log p_c
+    loss = (1 - smoothing) * nll + smoothing * uniform
+    return (loss * keep).sum() / keep.sum()
 
 
 def state_dict_from_torch(state_dict: dict) -> dict:

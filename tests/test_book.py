@@ -23,10 +23,14 @@ def toc_files() -> list[str]:
 
 def test_toc_lists_every_chapter_in_order():
     listed = toc_files()
+    missing = [f for f in listed if not any((ROOT / f).with_suffix(x).exists() for x in (".ipynb", ".md"))]
+    assert not missing, f"_toc.yml lists files that do not exist: {missing}"
+    notebooks = [f for f in listed if (ROOT / f).with_suffix(".ipynb").exists()]
     on_disk = [f"chapters/{p.stem}" for p in CHAPTERS]
-    assert listed == on_disk, f"_toc.yml lists {listed}, chapters/ holds {on_disk}"
-    numbers = [int(re.match(r"chapters/(\d+)_", f).group(1)) for f in listed]
+    assert notebooks == on_disk, f"_toc.yml lists {notebooks}, chapters/ holds {on_disk}"
+    numbers = [int(re.match(r"chapters/(\d+)_", f).group(1)) for f in notebooks]
     assert numbers == list(range(1, len(numbers) + 1))
+    assert listed[:len(notebooks)] == notebooks, "appendices come after the chapters"
 
 
 def test_config_is_strict_and_has_colab_button():

@@ -1,0 +1,269 @@
+"""A live training monitor: a callback for :func:`d2lmini.train` that records the loss
+and the attention of a fixed probe input, redraws them while training runs (Jupyter
+and Colab), and afterwards returns an animation that plays and scrubs in static HTML.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import matplotlib
+import matplotlib.ticker
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .widgets import _labels, _select, as_attention_maps, collect_attention, figure_png, in_kernel
+
+
+def _ema(x: np.ndarray) -> np.ndarray:
+    """Bias-corrected exponential moving average over ~1/25 of the curve (the smooth
+    loss curve: it lags little on short runs and hides minibatch noise on long ones)."""
+    beta = 1 - 1 / max(1, len(x) // 25)
+    out, avg = np.empty(len(x)), 0.0
+    for i, v in enumerate(x):
+        avg = beta * avg + (1 - beta) * v
+        out[i] = avg / (1 - beta ** (i + 1))
+    return out
+
+
+class _MonitorFigure:
+    """Loss curves (raw and smoothed, log scale) next to the probe's attention heatmap(s).
+
+    A plain Figure (not pyplot's: the inline backend never shows it twice) whose
+    artists are updated in place, so redraws are cheap and frames keep one size.
+    """
+
+    def __init__(self, n_maps: int, Tq: int, Tk: int, xlabels, ylabels, mask, title: str,
+                 figsize, dpi: float, head_titles=None):
+        self.fig = Figure(figsize=figsize, dpi=dpi)
+        FigureCanvasAgg(self.fig)
+        ratios = [1.0] + [1.4 / n_maps] * n_maps if n_maps else [1.0]  # n_maps=0: loss only
+        gs = self.fig.add_gridspec(1, 1 + n_maps, width_ratios=ratios, left=0.1,
+                                   right=0.9 if n_maps else 0.97, bottom=0.2, top=0.82,
+                                   wspace=0.25 if n_maps > 1 else 0.35)
+        self.ax = self.fig.add_subplot(gs[0])
+        self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8)
+        self.smooth, = self.ax.plot([], [], color="C0", lw=1.6)
+        self.ax.set(yscale="log", xlabel="step", title="training loss")
+        self.ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+        self.ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
+        self.ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        self.ax.tick_params(which="both", labelsize=7)
+        self.ax.grid(True, alpha=0.3)
+        cmap = matplotlib.colormaps["Reds"].with_extremes(bad="lightgrey")
+        self.mask, self.images = mask, []
+        for i in range(n_maps):
+            ax = self.fig.add_subplot(gs[1 + i])
+            im = ax.imshow(np.zeros((Tq, Tk)), cmap=cmap, vmin=0, vmax=1, aspect="auto",
+                           interpolation="nearest")
+            cell = min(0.48 * figsize[0] / (n_maps * Tk), 0.62 * figsize[1] / Tq) * 72  # pt
+            font = min(7.0, 0.8 * cell)
+            if xlabels is not None and font >= 4:
+                ax.set_xticks(range(Tk), xlabels, rotation=90, fontsize=font)
+            else:
+                ax.set_xticks([])
+            if i == 0 and ylabels is not None and font >= 4:
+                ax.set_yticks(range(Tq), ylabels, fontsize=font)
+            else:
+                ax.set_yticks([])
+            if head_titles is not None:
+                ax.set_title(head_titles[i], fontsize=7, pad=2)
+            self.images.append(im)
+        if n_maps:
+            heat = [ax.get_position() for ax in self.fig.axes[1:]]
+            self.fig.text((heat[0].x0 + heat[-1].x1) / 2, 0.93, title, ha="center", fontsize=9)
+            self.fig.colorbar(self.images[0], ax=self.fig.axes[1:], fraction=0.05, pad=0.03)
+
+    def set(self, step: int, losses, attention, xlim=None, ylim=None) -> None:
+        """losses: per-step losses so far; attention: (n_maps, T_q, T_k) or None."""
+        y = np.asarray(losses, dtype=float)
+        x, smooth = np.arange(1, len(y) + 1), _ema(y)
+        self.raw.set_data(x, y)
+        self.smooth.set_data(x, smooth)
+        if len(y):
+            self.ax.set_title(f"step {step}: loss {smooth[-1]:.3g}", fontsize=9)
+            self.ax.set_xlim(xlim or (0, max(len(y), 2)))
+            pos = y[y > 0]
+            if ylim is not None:
+                self.ax.set_ylim(ylim)
+            elif len(pos):
+                self.ax.set_ylim(pos.min() / 1.2, pos.max() * 1.2)
+        if attention is not None:
+            for im, a in zip(self.images, attention):
+                im.set_data(a if self.mask is None else np.ma.masked_array(a, ~self.mask))
+
+
+class TrainingMonitor:
+    """Callback for :func:`d2lmini.train`: every ``every`` steps (and after step 1) it
+    records a snapshot (step, loss so far, attention of a fixed probe input) and, in
+    Jupyter/Colab, redraws the loss curve and the probe's attention in one display
+    that updates in place, below train()'s progress bar.
+
+    probe: ``(src, tgt)`` token ids (B, S), (B, T) for a Transformer (see
+        :func:`collect_attention`), a function ``net -> attention`` (a tensor or a dict
+        kind -> weights), or None (loss only).
+    kind / layer / head / example: which attention to show; head an int, "mean" or
+        "all" (one small heatmap per head).  kind defaults to "cross" when there is one.
+    live: None = redraw only inside a kernel; True = render a frame at every snapshot
+        (displayed when a kernel is there); False = record only.
+    max_overhead: redraws are skipped while the monitor's own time exceeds this fraction
+        of the wall time since training began (None: redraw at every snapshot).
+    After training: ``animation()`` (HTML that plays and scrubs, at most ``max_frames``
+    frames), ``animation_html()`` (the same, as a string), ``figure()`` (last snapshot).
+    """
+
+    def __init__(self, probe=None, every: int = 20, *, kind: str | None = None,
+                 layer: int = -1, head: int | str = "mean", example: int = 0,
+                 src_tokens=None, tgt_tokens=None, live: bool | None = None,
+                 max_frames: int = 30, max_overhead: float | None = 0.05,
+                 figsize=(7.0, 2.6), dpi: float = 72):
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive int (steps), got {every!r}")
+        if not isinstance(max_frames, int) or max_frames < 2:
+            raise ValueError(f"max_frames must be an int >= 2, got {max_frames!r}")
+        if probe is not None and not (callable(probe) or isinstance(probe, (tuple, list))):
+            raise TypeError(f"probe must be (src, tgt), a function net -> attention or None, "
+                            f"got {type(probe).__name__}")
+        self.probe, self.every, self.max_frames = probe, every, max_frames
+        self.select = {"kind": kind, "layer": layer, "head": head, "example": example}
+        self.tokens, self.live, self.max_overhead = (src_tokens, tgt_tokens), live, max_overhead
+        self.figsize, self.dpi = figsize, dpi
+        self.snapshots: list[dict] = []   # {"step", "loss", "attention" (n, T_q, T_k) | None}
+        self.losses: list[float] = []     # every step's loss, across train() calls
+        self.seconds = 0.0                # time spent inside the monitor
+        self.redraws = 0
+        self._history, self._seen, self._start, self._step0 = None, 0, None, 0
+        self._mask = self._labels = self._live_fig = self._handle = None
+        self._title = ""
+
+    # ---------------------------------------------------------------- recording
+    def __call__(self, net, history) -> None:
+        self._sync_losses(history)
+        if history.steps != 1 and history.steps % self.every:
+            return
+        t0 = time.perf_counter()
+        self._start = self._start or t0
+        self.record(net, history)
+        live = in_kernel() if self.live is None else self.live
+        spent, elapsed = self.seconds + time.perf_counter() - t0, t0 - self._start
+        if live and (self.max_overhead is None or not self.redraws
+                     or spent <= self.max_overhead * elapsed):
+            self._show(self.render())
+            self.redraws += 1
+        self.seconds += time.perf_counter() - t0
+
+    def record(self, net, history) -> dict:
+        """Take a snapshot now (the callback does this every ``every`` steps)."""
+        self._sync_losses(history)
+        snap = {"step": self._step0 + history.steps, "loss": self.losses[-1] if self.losses else
+                float("nan"), "attention": self._attention(net)}
+        self.snapshots.append(snap)
+        return snap
+
+    def _sync_losses(self, history) -> None:
+        if history is not self._history:  # a new train() call continues the curve
+            self._history, self._seen, self._step0 = history, 0, len(self.losses)
+        self.losses.extend(history.step_loss[self._seen:])
+        self._seen = len(history.step_loss)
+
+    def _attention(self, net):
+        if self.probe is None:
+            return None
+        out = self.probe(net) if callable(self.probe) else collect_attention(net, *self.probe)
+        maps = as_attention_maps(out)
+        sel = dict(self.select)
+        if sel["kind"] is None:
+            sel["kind"] = "cross" if "cross" in maps else next(iter(maps))
+        w, m, kind, layer = _select(maps, **sel)          # (n, T_q, T_k), n = h or 1
+        if self._labels is None:  # first snapshot: fix the masks, labels, title
+            src, tgt = self.tokens
+            Tq, Tk = w.shape[1:]
+            q_tok = tgt if kind in ("decoder self", "cross") else src
+            k_tok = tgt if kind == "decoder self" else src
+            self._mask = None if m is None else m.any(0)
+            self._labels = (_labels(k_tok, sel["example"], Tk, "key labels"),
+                            _labels(q_tok, sel["example"], Tq, "query labels"))
+            head = {"all": "all heads", "mean": "mean over heads"}.get(sel["head"], f"head {sel['head']}")
+            self._title = f"probe: {kind} attention, layer {layer}, {head}"
+        return w.copy()
+
+    # ---------------------------------------------------------------- drawing
+    def _new_figure(self) -> _MonitorFigure:
+        att = next((s["attention"] for s in self.snapshots if s["attention"] is not None), None)
+        n, Tq, Tk = (0, 1, 1) if att is None else att.shape
+        xl, yl = self._labels or (None, None)
+        heads = [f"head {i}" for i in range(n)] if self.select["head"] == "all" else None
+        figsize = self.figsize if n else (self.figsize[0] * 0.5, self.figsize[1])
+        return _MonitorFigure(n, Tq, Tk, xl, yl, self._mask, self._title, figsize, self.dpi, heads)
+
+    def figure(self, index: int = -1) -> Figure:
+        """The monitor figure of one snapshot (default: the last) -> Figure."""
+        if not self.snapshots:
+            raise ValueError("no snapshot yet: pass the monitor to train(..., callbacks=[monitor])")
+        s = self.snapshots[index]
+        f = self._new_figure()
+        f.set(s["step"], self.losses[: s["step"]], s["attention"])
+        return f.fig
+
+    def render(self) -> bytes:
+        """Draw the last snapshot into the (reused) live figure -> PNG bytes."""
+        if self._live_fig is None:
+            self._live_fig = self._new_figure()
+        s = self.snapshots[-1]
+        self._live_fig.set(s["step"], self.losses[: s["step"]], s["attention"])
+        return figure_png(self._live_fig.fig, tight=False)
+
+    def _show(self, png: bytes) -> None:
+        """One display that updates in place (Jupyter and Colab); nothing when headless."""
+        if not in_kernel():
+            return
+        from IPython.display import Image, display
+        if self._handle is None:
+            self._handle = display(Image(data=png), display_id=True)
+        else:
+            self._handle.update(Image(data=png))
+
+    @property
+    def overhead(self) -> float:
+        """Fraction of the wall time since the first snapshot spent in the monitor."""
+        if self._start is None:
+            return 0.0
+        return self.seconds / max(time.perf_counter() - self._start, 1e-9)
+
+    # ---------------------------------------------------------------- animation
+    def frames(self) -> list[dict]:
+        """At most ``max_frames`` snapshots, evenly spaced, first and last included."""
+        n = len(self.snapshots)
+        idx = np.unique(np.linspace(0, n - 1, min(n, self.max_frames)).round().astype(int))
+        return [self.snapshots[i] for i in idx]
+
+    def animation_html(self, fps: float = 4) -> str:
+        """The snapshots as a JavaScript animation (play, pause, scrub) -> HTML string.
+
+        Works in static HTML: the frames are embedded PNGs (size ~ frames x one PNG).
+        """
+        from matplotlib.animation import FuncAnimation
+        frames = self.frames()
+        if not frames:
+            raise ValueError("no snapshot yet: pass the monitor to train(..., callbacks=[monitor])")
+        f = self._new_figure()
+        y = np.asarray(self.losses[: frames[-1]["step"]], dtype=float)
+        pos = y[y > 0]
+        ylim = (pos.min() / 1.2, pos.max() * 1.2) if len(pos) else None
+        xlim = (0, max(frames[-1]["step"], 2))
+
+        def draw(i):
+            s = frames[i]
+            f.set(s["step"], self.losses[: s["step"]], s["attention"], xlim=xlim, ylim=ylim)
+            return []
+
+        anim = FuncAnimation(f.fig, draw, frames=len(frames), interval=1000 / fps, repeat=False)
+        with matplotlib.rc_context({"savefig.dpi": self.dpi, "animation.embed_limit": 50}):
+            return anim.to_jshtml(fps=fps, default_mode="once")
+
+    def animation(self, fps: float = 4):
+        """:meth:`animation_html` as an ``IPython.display.HTML`` (shows in a notebook)."""
+        from IPython.display import HTML
+        return HTML(self.animation_html(fps))
+

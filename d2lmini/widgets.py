@@ -1,0 +1,500 @@
+"""Interactive figures: an attention explorer and a positional-encoding explorer.
+
+Every figure is first a plain function that returns a matplotlib Figure
+(:func:`attention_figure`, :func:`pe_figure`): headless, testable, usable anywhere.
+The explorers wrap such a function in ipywidgets controls and draw the figure as a
+PNG *into* an ``ipywidgets.Output``, so a notebook saved with its widget state
+(nbclient, Jupyter Book) still shows the picture in static HTML.
+
+Without ipywidgets, or outside a Jupyter/Colab kernel (scripts, tests), an explorer
+displays the static figure of its current state instead; nothing fails or warns.
+Only APIs present in both ipywidgets 7.7 (Colab) and 8.x are used.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import sys
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from .attention import MultiHeadAttention
+from .masks import causal_mask, padding_mask
+from .plot import _np, show_heatmaps
+from .transformer import PositionalEncoding, Transformer
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def ipywidgets_or_none():
+    """The ipywidgets module (optional; Colab ships 7.7), or None when it is missing
+    or broken: the explorers then show static figures.  Imported on first use only."""
+    try:
+        import ipywidgets
+    except Exception:
+        return None
+    return ipywidgets
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter or Colab kernel (a frontend may render widgets and
+    display updates); False in plain Python, terminal IPython and pytest."""
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; don't import it here
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def figure_png(fig, dpi: float | None = None, tight: bool = True) -> bytes:
+    """Render a figure to PNG bytes; a small ``dpi`` keeps embedded outputs small.
+    ``tight=False`` keeps the figure's own size (faster; equal-size animation frames)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi or fig.dpi, bbox_inches="tight" if tight else None)
+    return buf.getvalue()
+
+
+def _b64(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")
+
+
+# ------------------------------------------------------------------ collecting weights
+class AttentionMaps(dict):
+    """kind -> attention weights (L, B, h, T_q, T_k), as returned by :func:`collect_attention`.
+
+    A dict, plus ``.masks``: kind -> bool (B, h, T_q, T_k), True where a weight matters
+    (False on pad keys, future positions and pad queries), or no entry when unknown.
+    """
+
+    def __init__(self, weights: dict, masks: dict | None = None):
+        super().__init__(weights)
+        self.masks = dict(masks or {})
+
+
+def _full_mask(mask, shape) -> torch.Tensor:
+    """A bool mask (T_k,), (T_q, T_k), (B, T_q, T_k) or (B|1, h|1, T_q|1, T_k)
+    -> bool (B, h, T_q, T_k) = ``shape``."""
+    mask = torch.as_tensor(mask)
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean (True = attend), got {mask.dtype}")
+    if mask.dim() == 3:
+        mask = mask[:, None]  # same for every head, as in MultiHeadAttention
+    try:
+        return torch.broadcast_to(mask.cpu(), shape)
+    except RuntimeError:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
+                         f"weights (B, h, T_q, T_k) = {tuple(shape)}") from None
+
+
+def _weights(module: MultiHeadAttention, where: str) -> torch.Tensor:
+    w = module.attention_weights
+    if w is None:
+        raise ValueError(f"{where} kept no attention weights (run a forward pass first; "
+                         f"MultiHeadAttention(fast=True) keeps none)")
+    return w.detach().float().cpu()
+
+
+@torch.no_grad()
+def collect_attention(model, src: torch.Tensor | None = None, tgt: torch.Tensor | None = None,
+                      mask: torch.Tensor | None = None) -> AttentionMaps:
+    """The attention weights of every layer and head, from one forward pass.
+
+    * ``Transformer``: ``src`` (B, S) and optionally ``tgt`` (B, T) token ids ->
+      {"encoder self": (L, B, h, S, S), "decoder self": (L, B, h, T, T),
+      "cross": (L, B, h, T, S)} (only "encoder self" without ``tgt``).  Runs in eval
+      mode (no dropout) and restores the training mode.  ``.masks`` are the model's own
+      masks (pad keys, causal) and, for display, also False on pad *queries*: rows
+      whose outputs nothing downstream uses.
+    * ``MultiHeadAttention``: ``src`` (B, T, d_model) -> self-attention
+      {"self": (1, B, h, T, T)} with the optional ``mask``; without ``src`` it
+      reads the weights of the module's last forward pass.
+    Weights are float32 on the CPU.
+    """
+    if isinstance(model, Transformer):
+        if not isinstance(src, torch.Tensor) or src.dim() != 2 or src.is_floating_point():
+            got = tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__
+            raise ValueError(f"src must be (B, S) integer token ids, got {got}")
+        dev = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        try:
+            src = src.to(dev)
+            if tgt is None:
+                model.encode(src)
+            else:
+                tgt = tgt.to(dev)
+                model(src, tgt)
+        finally:
+            model.train(was_training)
+        stack = lambda blocks, name: torch.stack(
+            [_weights(getattr(b, name), f"{name} of block {i}") for i, b in enumerate(blocks)])
+        enc = stack(model.encoder.blocks, "self_attn")             # (L, B, h, S, S)
+        src_real = padding_mask(src, model.pad_id).cpu()           # (B, 1, 1, S)
+        src_rows = src_real.transpose(-1, -2)                      # (B, 1, S, 1): pad queries
+        weights = {"encoder self": enc}
+        masks = {"encoder self": _full_mask(src_real & src_rows, enc.shape[1:])}
+        if tgt is not None:
+            dec, cross = stack(model.decoder.blocks, "self_attn"), stack(model.decoder.blocks, "cross_attn")
+            tgt_real = padding_mask(tgt, model.pad_id).cpu()       # (B, 1, 1, T)
+            tgt_rows = tgt_real.transpose(-1, -2)                  # (B, 1, T, 1)
+            causal = causal_mask(tgt.shape[1])                     # (1, 1, T, T)
+            weights.update({"decoder self": dec, "cross": cross})
+            masks.update({"decoder self": _full_mask(tgt_real & causal & tgt_rows, dec.shape[1:]),
+                          "cross": _full_mask(src_real & tgt_rows, cross.shape[1:])})
+        return AttentionMaps(weights, masks)
+    if isinstance(model, MultiHeadAttention):
+        if src is not None:
+            was_training = model.training
+            model.eval()
+            try:
+                model(src, src, src, mask)
+            finally:
+                model.train(was_training)
+        w = _weights(model, "MultiHeadAttention")[None]            # (1, B, h, T_q, T_k)
+        masks = {} if mask is None else {"self": _full_mask(mask, w.shape[1:])}
+        return AttentionMaps({"self": w}, masks)
+    raise TypeError(f"collect_attention expects a d2lmini Transformer or MultiHeadAttention, "
+                    f"got {type(model).__name__}")
+
+
+def _as_5d(w, kind: str) -> np.ndarray:
+    """(T_q, T_k), (B, T_q, T_k), (B, h, T_q, T_k) or (L, B, h, T_q, T_k) -> 5-D array."""
+    w = _np(w).astype(np.float32)
+    if w.ndim == 2:
+        return w[None, None, None]
+    if w.ndim == 3:
+        return w[None, :, None]
+    if w.ndim == 4:
+        return w[None]
+    if w.ndim == 5:
+        return w
+    raise ValueError(f"attention weights for {kind!r} must be (T_q, T_k), (B, T_q, T_k), "
+                     f"(B, h, T_q, T_k) or (L, B, h, T_q, T_k), got shape {w.shape}")
+
+
+def as_attention_maps(attn, masks=None) -> AttentionMaps:
+    """Accept :func:`collect_attention`'s result, a dict kind -> weights, or one weights
+    tensor (named "self" if square, else "cross"); -> AttentionMaps of 5-D float32 arrays
+    and bool (B, h, T_q, T_k) masks.  ``masks``: dict kind -> mask, or one mask."""
+    if isinstance(attn, (torch.Tensor, np.ndarray)):
+        w = _as_5d(attn, "weights")
+        attn = {"self" if w.shape[-1] == w.shape[-2] else "cross": w}
+    if not isinstance(attn, dict) or not attn:
+        raise TypeError(f"attention must be a tensor or a non-empty dict kind -> weights, "
+                        f"got {type(attn).__name__}")
+    maps = {str(k): _as_5d(v, str(k)) for k, v in attn.items()}
+    given = getattr(attn, "masks", {}) if masks is None else masks
+    if not isinstance(given, dict):
+        given = {k: given for k in maps}
+    full = {}
+    for k, m in given.items():
+        if k not in maps:
+            raise ValueError(f"mask given for unknown kind {k!r}; kinds are {list(maps)}")
+        if m is not None:
+            full[k] = _full_mask(m, maps[k].shape[1:]).numpy()
+    return AttentionMaps(maps, full)
+
+
+# ------------------------------------------------------------------ attention figure
+def _labels(tokens, example: int, n: int, what: str) -> list[str] | None:
+    """Tick labels for one example: ``tokens`` is one sequence shared by every example
+    (a list of str, or a str = its characters) or one sequence per example (a list of
+    lists/tuples).  Shorter sequences (padding) get empty labels."""
+    if tokens is None:
+        return None
+    if isinstance(tokens, str) or all(isinstance(t, str) for t in tokens):
+        seq = list(tokens)
+    else:
+        if not 0 <= example < len(tokens):
+            raise ValueError(f"{what}: got tokens for {len(tokens)} examples, "
+                             f"but example {example} was asked for")
+        seq = [str(t) for t in tokens[example]]
+    if len(seq) > n:
+        raise ValueError(f"got {len(seq)} {what} for {n} positions")
+    return seq + [""] * (n - len(seq))
+
+
+def _grid(h: int) -> tuple[int, int]:
+    """Rows and columns for h small heatmaps, as square as h's divisors allow."""
+    cols = next(c for c in range(1, h + 1) if h % c == 0 and c * c >= h)
+    return h // cols, cols
+
+
+def _select(maps: AttentionMaps, kind, layer, head, example):
+    """Validate the selection; -> (weights (h|1, T_q, T_k), mask of the same shape or None,
+    kind, layer index)."""
+    if kind is None:
+        kind = next(iter(maps))
+    if kind not in maps:
+        raise ValueError(f"kind must be one of {list(maps)}, got {kind!r}")
+    L, B, h = maps[kind].shape[:3]
+    if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
+        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), got {layer!r}")
+    if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
+        raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
+    if not (head in ("all", "mean") or (isinstance(head, (int, np.integer))
+                                         and not isinstance(head, bool) and 0 <= head < h)):
+        raise ValueError(f"head must be 'all', 'mean' or an int in [0, {h - 1}], got {head!r}")
+    layer = int(layer) % L
+    w = maps[kind][layer, example]                                  # (h, T_q, T_k)
+    m = maps.masks.get(kind)
+    m = None if m is None else m[example]                           # (h, T_q, T_k)
+    if head == "mean":
+        w, m = w.mean(0, keepdims=True), None if m is None else m.any(0, keepdims=True)
+    elif head != "all":
+        w, m = w[head: head + 1], None if m is None else m[head: head + 1]
+    return w, m, kind, layer
+
+
+def attention_figure(attn, kind: str | None = None, layer: int = 0, head: int | str = "all",
+                     example: int = 0, *, src_tokens=None, tgt_tokens=None, masks=None,
+                     cmap: str = "Reds", vmax: float | None = None, width: float = 8.0,
+                     height: float = 5.0):
+    """Heatmap(s) of one kind/layer/example of attention; ``head`` an int, "all" (a grid
+    of small heatmaps, one per head) or "mean" (average over heads).  -> Figure.
+
+    ``attn``: anything :func:`as_attention_maps` accepts.  Query/key tick labels come
+    from ``src_tokens``/``tgt_tokens`` by kind: encoder self (src, src), decoder self
+    (tgt, tgt), cross (queries tgt, keys src), "self" (src, src).  Masked cells
+    (pad keys, future positions, pad queries) are grey.  ``width``/``height`` cap the
+    figure's size (inches).
+    """
+    maps = as_attention_maps(attn, masks)
+    w, m, kind, layer = _select(maps, kind, layer, head, example)
+    n, Tq, Tk = w.shape
+    q_tok = tgt_tokens if kind in ("decoder self", "cross") else src_tokens
+    k_tok = tgt_tokens if kind == "decoder self" else src_tokens
+    ylabels = _labels(q_tok, example, Tq, "query labels")
+    xlabels = _labels(k_tok, example, Tk, "key labels")
+    rows, cols = _grid(n) if head == "all" else (1, 1)
+    cell = max(0.06, min(0.35, (width - 0.8 - 0.9 * cols) / (cols * Tk),
+                         (height - 0.7 * rows) / (rows * Tq)))
+    titles = [f"head {i}" for i in range(n)] if head == "all" else None
+    fig = show_heatmaps(w.reshape(rows, cols, Tq, Tk), xlabels, ylabels, titles,
+                        mask=None if m is None else m.reshape(rows, cols, Tq, Tk),
+                        cmap=cmap, vmax=vmax, cell_size=cell)
+    font = min(8.0, cell * 72 * 0.8)
+    for ax in fig.axes[:-1]:  # the last axes is the colour bar
+        ax.tick_params(labelsize=font)
+    what = {"all": "all heads", "mean": "mean over heads"}.get(head, f"head {head}")
+    fig.suptitle(f"{kind} attention, layer {layer}, {what}, example {example}", fontsize=10)
+    return fig
+
+
+# ------------------------------------------------------------------ positional encoding
+def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = (4, 5, 6, 7),
+              figsize=(9, 2.8)):
+    """Sinusoidal positional encoding in three panels -> Figure:
+    the encoding (positions x dims), the chosen dims as curves over position, and the
+    dot products PE(i) . PE(j), which depend only on the distance i - j."""
+    for name, v, lo in (("d_model", d_model, 2), ("num_positions", num_positions, 1)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+    dims = [int(d) for d in dims]
+    bad = [d for d in dims if not 0 <= d < d_model]
+    if bad:
+        raise ValueError(f"dims must lie in [0, {d_model - 1}] for d_model={d_model}, got {bad}")
+    P = PositionalEncoding(int(d_model), max_len=int(num_positions)).pe[0].numpy()  # (n, d)
+    fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=figsize, layout="constrained")
+    im = ax0.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    ax0.set(xlabel="dimension", ylabel="position", title="PE(pos, dim)")
+    fig.colorbar(im, ax=ax0, shrink=0.8)
+    for d in dims:
+        ax1.plot(np.arange(num_positions), P[:, d], label=f"dim {d}")
+    ax1.set(xlabel="position", ylabel="value", title="chosen dimensions", ylim=(-1.1, 1.1))
+    if dims:
+        ax1.legend(fontsize=7, loc="upper right")
+    ax1.grid(True, alpha=0.3)
+    im = ax2.imshow(P @ P.T, cmap="viridis", aspect="auto", interpolation="nearest")
+    ax2.set(xlabel="position j", ylabel="position i", title="PE(i) · PE(j)")
+    fig.colorbar(im, ax=ax2, shrink=0.8)
+    return fig
+
+
+# ------------------------------------------------------------------ explorers
+class Explorer:
+    """Shared machinery: named ipywidgets ``controls`` above an ``Output`` (``out``)
+    that holds the current figure as a PNG; ``figure`` is that matplotlib Figure.
+
+    Subclasses define ``_make_controls()`` and ``_draw()``.  ``update(**state)`` changes
+    the state from code (and moves the controls along).  Displaying the object shows
+    the widget inside a kernel with ipywidgets, otherwise the static PNG.
+    """
+
+    def __init__(self, dpi: float):
+        self.dpi, self.figure, self.png = dpi, None, b""
+        self.state: dict = {}
+        self.controls: dict = {}
+        self.out = self.widget = None
+        self._syncing = False
+
+    def _build_widget(self) -> None:
+        widgets = ipywidgets_or_none()
+        if widgets is None:
+            return
+        try:  # no comm (e.g. ipywidgets 7 outside a kernel): static figure only
+            self.controls = self._make_controls(widgets)
+            self.out = widgets.Output()
+            wide = [c for c in self.controls.values() if isinstance(c, widgets.ToggleButtons)]
+            small = [c for c in self.controls.values() if c not in wide]
+            self.widget = widgets.VBox(wide + [widgets.HBox(small), self.out])
+        except Exception:
+            self.controls, self.out, self.widget = {}, None, None
+            return
+        for c in self.controls.values():
+            c.observe(self._on_change, names="value")
+
+    def _on_change(self, change) -> None:
+        if not self._syncing:
+            name = next(n for n, c in self.controls.items() if c is change["owner"])
+            self.update(**{name: change["new"]})
+
+    def _sync(self, **attrs) -> None:
+        """Set control attributes (options, max, value) without triggering redraws."""
+        self._syncing = True
+        try:
+            for name, values in attrs.items():
+                if name in self.controls:
+                    for attr, v in values.items():
+                        setattr(self.controls[name], attr, v)
+        finally:
+            self._syncing = False
+
+    def _redraw(self, fig=None) -> None:
+        fig = self._draw() if fig is None else fig
+        self.png = figure_png(fig, self.dpi)
+        plt.close(fig)  # not shown again by the inline backend; still usable
+        self.figure = fig
+        if self.out is not None:  # the picture lives in the widget state
+            self.out.outputs = ({"output_type": "display_data", "metadata": {},
+                                 "data": {"image/png": _b64(self.png), "text/plain": repr(self)}},)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if self.widget is not None and in_kernel():  # what ipywidgets 7 and 8 send
+            return {"text/plain": repr(self),
+                    WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
+                                  "model_id": self.widget.model_id}}
+        return {"text/plain": repr(self), "image/png": _b64(self.png)}
+
+    def __repr__(self) -> str:
+        state = ", ".join(f"{k}={v!r}" for k, v in self.state.items())
+        return f"{type(self).__name__}({state})"
+
+
+class AttentionExplorer(Explorer):
+    """Attention heatmaps with controls for kind, layer, head ("all", "mean" or one) and
+    example.  ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as in :func:`attention_figure`.
+
+        ex = AttentionExplorer(d2l.collect_attention(model, src, tgt), src_tokens, tgt_tokens)
+        ex                       # last line of a cell: the widget (or the static figure)
+        ex.update(head=1)        # from code; ex.figure is the current Figure
+    """
+
+    def __init__(self, attn, src_tokens=None, tgt_tokens=None, *, masks=None,
+                 kind: str | None = None, layer: int = 0, head: int | str = "all",
+                 example: int = 0, dpi: float = 80, width: float = 8.0):
+        super().__init__(dpi)
+        self.maps = as_attention_maps(attn, masks)
+        self.tokens, self.width = (src_tokens, tgt_tokens), width
+        self.state = {"kind": kind or next(iter(self.maps)), "layer": layer, "head": head,
+                      "example": example}
+        _select(self.maps, **self.state)  # fail early on a bad initial state
+        self._build_widget()
+        self.update()
+
+    def _make_controls(self, widgets) -> dict:
+        s = {"description_width": "initial"}
+        kind = widgets.ToggleButtons(options=list(self.maps), value=self.state["kind"],
+                                     description="attention")
+        return {"kind": kind,
+                "layer": widgets.IntSlider(description="layer", continuous_update=False,
+                                           style=s, layout=widgets.Layout(width="200px")),
+                "head": widgets.Dropdown(description="head", style=s,
+                                         layout=widgets.Layout(width="160px")),
+                "example": widgets.IntSlider(description="example", continuous_update=False,
+                                             style=s, layout=widgets.Layout(width="220px"))}
+
+    def update(self, **state):
+        """Change any of kind, layer, head, example; redraw; -> the new Figure."""
+        unknown = set(state) - set(self.state)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)}; expected {list(self.state)}")
+        new = {**self.state, **state}
+        L, B, h = self.maps[new["kind"]].shape[:3] if new["kind"] in self.maps else (1, 1, 1)
+        if "kind" in state and state["kind"] != self.state["kind"]:  # clamp to the new kind
+            new["layer"] = min(new["layer"], L - 1)
+            new["example"] = min(new["example"], B - 1)
+            if new["head"] not in ("all", "mean") and new["head"] >= h:
+                new["head"] = "all"
+        _, _, new["kind"], new["layer"] = _select(self.maps, **new)
+        self.state = new
+        self._sync(layer={"max": max(L - 1, 0), "value": new["layer"], "disabled": L == 1},
+                   example={"max": max(B - 1, 0), "value": new["example"], "disabled": B == 1},
+                   head={"options": [("all heads", "all"), ("mean", "mean")]
+                                    + [(str(i), i) for i in range(h)], "value": new["head"]},
+                   kind={"value": new["kind"]})
+        self._redraw()
+        return self.figure
+
+    def _draw(self):
+        src, tgt = self.tokens
+        return attention_figure(self.maps, **self.state, src_tokens=src, tgt_tokens=tgt,
+                                width=self.width)
+
+
+class PEExplorer(Explorer):
+    """Positional-encoding explorer: sliders for d_model and the number of positions,
+    a multiple selection of the dimensions to plot; the figure is :func:`pe_figure`."""
+
+    def __init__(self, d_model: int = 32, num_positions: int = 50,
+                 dims: Sequence[int] = (4, 5, 6, 7), *, max_d_model: int = 128,
+                 max_positions: int = 200, dpi: float = 80):
+        super().__init__(dpi)
+        self.limits = (max_d_model, max_positions)
+        self.state = {"d_model": d_model, "num_positions": num_positions, "dims": tuple(dims)}
+        self._build_widget()
+        self.update()
+
+    def _make_controls(self, widgets) -> dict:
+        s, (max_d, max_n) = {"description_width": "initial"}, self.limits
+        return {"d_model": widgets.IntSlider(min=2, max=max(max_d, self.state["d_model"]),
+                                             step=2, description="d_model", style=s,
+                                             continuous_update=False),
+                "num_positions": widgets.IntSlider(min=2, max=max(max_n, self.state["num_positions"]),
+                                                   description="positions", style=s,
+                                                   continuous_update=False),
+                "dims": widgets.SelectMultiple(description="dims", rows=5, style=s,
+                                               layout=widgets.Layout(width="160px"))}
+
+    def update(self, **state):
+        """Change any of d_model, num_positions, dims; redraw; -> the new Figure."""
+        unknown = set(state) - set(self.state)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)}; expected {list(self.state)}")
+        new = {**self.state, **state}
+        d = new["d_model"]
+        if "d_model" in state and "dims" not in state:  # keep the dims that still exist
+            new["dims"] = tuple(x for x in new["dims"] if x < d) or tuple(range(min(4, d)))
+        new["dims"] = tuple(int(x) for x in new["dims"])
+        fig = pe_figure(**new)  # validates before anything changes
+        self.state = new
+        self._sync(d_model={"value": d}, num_positions={"value": new["num_positions"]},
+                   dims={"options": list(range(d)),
+                         "value": new["dims"]})
+        self._redraw(fig)
+        return self.figure
+
+    def _draw(self):
+        return pe_figure(**self.state)
+
+
+def attention_explorer(attn, src_tokens=None, tgt_tokens=None, **kwargs) -> AttentionExplorer:
+    """:class:`AttentionExplorer` (widget in Jupyter/Colab, static figure elsewhere)."""
+    return AttentionExplorer(attn, src_tokens, tgt_tokens, **kwargs)
+
+
+def pe_explorer(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = (4, 5, 6, 7),
+                **kwargs) -> PEExplorer:
+    """:class:`PEExplorer` (widget in Jupyter/Colab, static figure elsewhere)."""
+    return PEExplorer(d_model, num_positions, dims, **kwargs)

@@ -1,0 +1,224 @@
+"""Vocab, padding, the toy pairs, DateTranslation and length-bucketed batches (d2lmini.text)."""
+import datetime as dt
+import re
+
+import pytest
+import torch
+
+import d2lmini as d2l
+
+# ---------------------------------------------------------------- Vocab
+
+
+def test_vocab_specials_come_first_with_fixed_ids():
+    v = d2l.Vocab("hello")
+    assert v.idx_to_token[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    assert (v.pad_id, v.bos_id, v.eos_id, v.unk_id) == (0, 1, 2, 3)
+    assert [v[t] for t in ("<pad>", "<bos>", "<eos>", "<unk>")] == [0, 1, 2, 3]
+
+
+def test_vocab_orders_by_frequency_then_first_seen_and_min_freq():
+    v = d2l.Vocab(["b", "a", "c", "a", "c", "a", "d"])
+    assert v.idx_to_token[4:] == ["a", "c", "b", "d"]
+    assert len(v) == 8
+    v2 = d2l.Vocab(["b", "a", "a", "c", "c"], min_freq=2)
+    assert v2.idx_to_token[4:] == ["a", "c"]
+    # specials in the data are not added twice
+    assert d2l.Vocab(["<pad>", "x"]).idx_to_token == ["<pad>", "<bos>", "<eos>", "<unk>", "x"]
+
+
+def test_unknown_token_maps_to_unk_documented():
+    v = d2l.Vocab("abc")
+    assert "<unk>" in d2l.Vocab.__doc__
+    assert v["z"] == v.unk_id == 3
+    assert v.encode(["a", "z"]) == [v["a"], 3]
+
+
+def test_encode_with_bos_and_eos():
+    v = d2l.Vocab(["x", "y"])
+    assert v.encode(["x", "y"]) == [4, 5]
+    assert v.encode(["x", "y"], bos=True) == [1, 4, 5]
+    assert v.encode(["x", "y"], eos=True) == [4, 5, 2]
+    assert v.encode(["x", "y"], bos=True, eos=True) == [1, 4, 5, 2]
+    assert v.encode([], bos=True, eos=True) == [1, 2]
+
+
+def test_decode_strips_specials_and_stops_at_eos():
+    v = d2l.Vocab(["x", "y"])
+    ids = [1, 4, 5, 2, 4, 0]
+    assert v.decode(ids) == ["x", "y"]
+    assert v.decode(torch.tensor(ids)) == ["x", "y"]
+    assert v.decode(ids, strip=False) == ["<bos>", "x", "y", "<eos>", "x", "<pad>"]
+    assert v.decode(v.encode(["y", "x"], bos=True, eos=True)) == ["y", "x"]
+
+
+@pytest.mark.parametrize("bad", [6, 100, -1])
+def test_decode_out_of_range_raises(bad):
+    v = d2l.Vocab(["x", "y"])
+    with pytest.raises(ValueError, match=rf"id {bad} is out of range for a vocabulary of size 6"):
+        v.decode([4, bad])
+
+
+# ---------------------------------------------------------------- pad_batch, toy pairs
+
+
+def test_pad_batch():
+    out = d2l.pad_batch([[5, 6, 7], [8], [9, 10]])
+    assert out.dtype == torch.long
+    assert out.tolist() == [[5, 6, 7], [8, 0, 0], [9, 10, 0]]
+    assert d2l.pad_batch([[5], [6, 7]], pad_id=9).tolist() == [[5, 9], [6, 7]]
+    with pytest.raises(ValueError, match="empty batch"):
+        d2l.pad_batch([])
+
+
+def test_toy_translation_is_the_notes_pairs():
+    pairs = d2l.toy_translation()
+    assert pairs == [("ich mochte ein bier", "i want a beer ."),
+                     ("ich mochte ein cola", "i want a coke .")]
+
+
+# ---------------------------------------------------------------- DateTranslation
+
+MONTHS_EN = ["January", "February", "March", "April", "May", "June", "July", "August",
+             "September", "October", "November", "December"]
+MONTHS_DE = ["Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
+             "September", "Oktober", "November", "Dezember"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def _year2(yy: str) -> int:
+    y = int(yy)
+    return 2000 + y if y < 50 else 1900 + y
+
+
+def parse_date(s: str) -> dt.date:
+    """An independent reader of every format DateTranslation writes."""
+    en = {m: i + 1 for i, m in enumerate(MONTHS_EN)}
+    short = {m[:3]: i + 1 for i, m in enumerate(MONTHS_EN)}
+    de = {m: i + 1 for i, m in enumerate(MONTHS_DE)}
+    if m := re.fullmatch(r"(\d{1,2}) ([A-Z][a-z]+) (\d{4})", s):
+        return dt.date(int(m[3]), en[m[2]], int(m[1]))
+    if m := re.fullmatch(r"(\d{2})/(\d{2})/(\d{2})", s):
+        return dt.date(_year2(m[3]), int(m[2]), int(m[1]))
+    if m := re.fullmatch(r"([A-Z][a-z]+), ([A-Z][a-z]+) (\d{1,2}), (\d{4})", s):
+        d = dt.date(int(m[4]), en[m[2]], int(m[3]))
+        assert WEEKDAYS[d.weekday()] == m[1], f"wrong weekday in {s!r}"
+        return d
+    if m := re.fullmatch(r"(\d{1,2})\. (\w+) (\d{4})", s):
+        return dt.date(int(m[3]), de[m[2]], int(m[1]))
+    if m := re.fullmatch(r"(\d{4})年(\d{1,2})月(\d{1,2})日", s):
+        return dt.date(int(m[1]), int(m[2]), int(m[3]))
+    if m := re.fullmatch(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4})", s):
+        return dt.date(int(m[3]), short[m[1]], int(m[2]))
+    if m := re.fullmatch(r"(\d{1,2}) ([a-z]{3}) (\d{2})", s):
+        return dt.date(_year2(m[3]), short[m[2].capitalize()], int(m[1]))
+    if m := re.fullmatch(r"(\d{2})\.(\d{2})\.(\d{4})", s):
+        return dt.date(int(m[3]), int(m[2]), int(m[1]))
+    raise AssertionError(f"unparseable date {s!r}")
+
+
+def test_deterministic_per_seed_and_seeds_differ():
+    a, b = d2l.DateTranslation(300, seed=7), d2l.DateTranslation(300, seed=7)
+    assert a.pairs == b.pairs and a.dates == b.dates
+    assert d2l.DateTranslation(300, seed=8).pairs != a.pairs
+    assert len(a) == 300 and len(set(a.dates)) == 300
+
+
+def test_targets_are_iso_and_equal_the_source_date():
+    ds = d2l.DateTranslation(3000, seed=0)
+    seen_formats = set()
+    for (src, tgt), date in zip(ds.pairs, ds.dates):
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", tgt)
+        assert dt.date.fromisoformat(tgt) == date
+        assert parse_date(src) == date, (src, tgt)
+        assert dt.date(1950, 1, 1) <= date <= dt.date(2049, 12, 31)
+        seen_formats.add(next(name for name, f in d2l.text.FORMATS.items() if f(date) == src))
+    assert seen_formats == set(d2l.text.FORMATS)   # every format is drawn
+
+
+def test_held_out_set_does_not_overlap():
+    train = d2l.DateTranslation(5000, seed=0)
+    test = d2l.DateTranslation(1000, seed=1, exclude=train)
+    assert not set(train.dates) & set(test.dates)
+    assert not {t for _, t in train.pairs} & {t for _, t in test.pairs}
+    # the same seed without exclude would have overlapped: exclude does the work
+    assert len(d2l.DateTranslation(1000, seed=1, exclude=train).dates) == 1000
+
+
+def test_tensors_shapes_and_layout():
+    ds = d2l.DateTranslation(50, seed=3)
+    src, tgt_in, tgt_out = ds.tensors()
+    S = max(len(s) for s, _ in ds.pairs)
+    assert src.shape == (50, S) and tgt_in.shape == (50, 11) and tgt_out.shape == (50, 11)
+    assert src.dtype == tgt_in.dtype == torch.long
+    assert (tgt_in[:, 0] == ds.tgt_vocab.bos_id).all()
+    assert (tgt_out[:, -1] == ds.tgt_vocab.eos_id).all()
+    assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])       # teacher forcing: shifted by one
+    for row, (s, t) in zip(src, ds.pairs):
+        assert "".join(ds.src_vocab.decode(row)) == s
+        assert (row[len(s):] == ds.src_vocab.pad_id).all() and (row[:len(s)] != 0).all()
+    for row, (_, t) in zip(tgt_out, ds.pairs):
+        assert "".join(ds.tgt_vocab.decode(row)) == t
+
+
+def test_every_character_is_in_the_vocab_no_unk():
+    ds = d2l.DateTranslation(4000, seed=5)
+    src, tgt_in, tgt_out = ds.tensors()
+    assert not (src == ds.src_vocab.unk_id).any()
+    assert not (tgt_out == ds.tgt_vocab.unk_id).any()
+    # every character any format can produce, for every month and weekday
+    every = [f(dt.date(2000, m, d)) for f in d2l.text.FORMATS.values()
+             for m in range(1, 13) for d in (1, 2, 3, 4, 5, 6, 7, 28)]
+    assert set("".join(every)) <= set(ds.src_vocab.idx_to_token)
+    # train and test sets share one fixed vocabulary
+    other = d2l.DateTranslation(10, seed=99)
+    assert other.src_vocab.idx_to_token == ds.src_vocab.idx_to_token
+    assert other.tgt_vocab.idx_to_token == ds.tgt_vocab.idx_to_token
+
+
+def test_format_subset_and_bad_arguments():
+    ds = d2l.DateTranslation(100, seed=0, formats=["dd.mm.yyyy"])
+    assert all(re.fullmatch(r"\d{2}\.\d{2}\.\d{4}", s) for s, _ in ds.pairs)
+    with pytest.raises(ValueError, match="unknown date formats"):
+        d2l.DateTranslation(10, formats=["yyyy/mm/dd"])
+    with pytest.raises(ValueError, match="n must be between 1 and"):
+        d2l.DateTranslation(0)
+    with pytest.raises(ValueError, match="n must be between 1 and"):
+        d2l.DateTranslation(40000)
+
+
+# ---------------------------------------------------------------- bucket_batches
+
+
+def test_bucket_batches_cover_every_example_once_and_trim_padding():
+    ds = d2l.DateTranslation(1000, seed=0)
+    src, tgt_in, tgt_out = ds.tensors()
+    g = torch.Generator().manual_seed(0)
+    seen, total, sizes, spread = [], 0, [], []
+    for s, ti, to in d2l.bucket_batches(src, tgt_in, tgt_out, 32, generator=g):
+        assert s.shape[0] == ti.shape[0] == to.shape[0] <= 32
+        assert (s[:, -1] != 0).any()                           # trimmed to the longest
+        lens = (s != 0).sum(1)
+        sizes.append(s.shape[0])
+        total += s.numel()
+        for row, a, b in zip(s, ti, to):
+            seen.append(("".join(ds.src_vocab.decode(row)), tuple(a.tolist()), tuple(b.tolist())))
+        spread.append(int(lens.max() - lens.min()))
+    expected = [(p[0], tuple(a.tolist()), tuple(b.tolist()))
+                for p, a, b in zip(ds.pairs, tgt_in, tgt_out)]
+    assert sorted(seen) == sorted(expected)
+    assert sum(sizes) == 1000
+    assert total < 0.7 * src.numel()                           # bucketing saves padding
+    assert sum(spread) / len(spread) < 2                       # similar lengths per batch
+
+
+def test_bucket_batches_deterministic_and_checked():
+    ds = d2l.DateTranslation(200, seed=0)
+    t = ds.tensors()
+    run = lambda: [s.tolist() for s, _, _ in
+                   d2l.bucket_batches(*t, 16, generator=torch.Generator().manual_seed(3))]
+    assert run() == run()
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        d2l.bucket_batches(*t, 0)
+    with pytest.raises(ValueError, match="disagree"):
+        d2l.bucket_batches(t[0][:5], t[1], t[2], 4)
