@@ -62,10 +62,10 @@ def main() -> None:
     tok_s = tokens_per_step * args.steps / sec
     name = torch.cuda.get_device_name() if dev.type == "cuda" else platform.machine()
     print(f"device: {dev} ({name}), torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
-    print("| model | params | batch | steps/s | tokens/s | MFU |\n|---|---:|---:|---:|---:|---:|")
+    print("| model | params | batch | threads | steps/s | tokens/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|")
     mfu = (f"{6 * n_params * tok_s / (args.peak_tflops * 1e12):.2%}" if dev.type == "cuda" else "n/a")
     print(f"| d_model={args.d_model}, {args.layers} layer(s), {args.heads} heads | {n_params:,} | "
-          f"{args.batch} | {args.steps / sec:.1f} | {tok_s:,.0f} | {mfu} |")
+          f"{args.batch} | {torch.get_num_threads()} | {args.steps / sec:.1f} | {tok_s:,.0f} | {mfu} |")
 
 
 if __name__ == "__main__":

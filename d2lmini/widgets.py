@@ -393,10 +393,12 @@ class AttentionExplorer(Explorer):
 
     def __init__(self, attn, src_tokens=None, tgt_tokens=None, *, masks=None,
                  kind: str | None = None, layer: int = 0, head: int | str = "all",
-                 example: int = 0, dpi: float = 80, width: float = 8.0):
+                 example: int = 0, dpi: float = 80, width: float = 8.0,
+                 vmax: float | None = None, cmap: str = "Reds"):
         super().__init__(dpi)
         self.maps = as_attention_maps(attn, masks)
         self.tokens, self.width = (src_tokens, tgt_tokens), width
+        self.vmax, self.cmap = vmax, cmap  # vmax=1.0: one colour scale for every view
         self.state = {"kind": kind or next(iter(self.maps)), "layer": layer, "head": head,
                       "example": example}
         _select(self.maps, **self.state)  # fail early on a bad initial state
@@ -440,7 +442,7 @@ class AttentionExplorer(Explorer):
     def _draw(self):
         src, tgt = self.tokens
         return attention_figure(self.maps, **self.state, src_tokens=src, tgt_tokens=tgt,
-                                width=self.width)
+                                width=self.width, vmax=self.vmax, cmap=self.cmap)
 
 
 class PEExplorer(Explorer):

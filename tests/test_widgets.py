@@ -370,3 +370,10 @@ def test_notebook_embeds_widget_pictures_and_live_frames(tmp_path):
     assert len(pictures) == 1 and base64.b64decode(pictures[0]).startswith(PNG_MAGIC)
     live = nb.cells[2].outputs                                     # one display, updated in place
     assert len(live) == 1 and base64.b64decode(live[0]["data"]["image/png"]).startswith(PNG_MAGIC)
+
+
+def test_explorer_passes_colour_scale_through():
+    w = torch.rand(1, 1, 2, 4, 4) * 0.5
+    ex = d2l.attention_explorer(w, vmax=1.0, cmap="Blues")
+    im = ex.figure.axes[0].images[0]
+    assert im.get_clim() == (0.0, 1.0) and im.get_cmap().name.startswith("Blues")
