@@ -113,3 +113,18 @@ def test_chapter_page_offline(browser, chapter):
         if page.locator(sel).count():
             page.locator(sel).first.screenshot(path=str(SHOTS / f"{name}-{what}.png"))
     page.close()
+
+
+@pytest.mark.parametrize("path", ["intro.html"] + [f + ".html" for f in TOC if f not in NOTEBOOKS])
+def test_other_pages_offline(browser, path):
+    """The landing page and the appendices: no JavaScript error, math typeset, full navigation."""
+    page, errors, blocked = open_offline(browser, path)
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    if page.locator("span.math, div.math").count():
+        assert page.locator("mjx-container").count() > 0, "math was not typeset"
+    nav = page.locator("nav.bd-links a.reference.internal").count()
+    assert nav >= len(TOC) - 1, f"navigation lists {nav} links for {len(TOC)} pages"
+    assert not errors, f"JavaScript errors: {errors}"
+    assert not [u for u in blocked if u.endswith(".js")], f"scripts from the internet: {blocked}"
+    page.screenshot(path=str(SHOTS / path.replace("/", "_").replace(".html", ".png")))
+    page.close()
