@@ -5,7 +5,7 @@ from typing import Iterator
 
 import torch
 
-from .utils import check_tensor
+from .utils import check_positive_int, check_tensor
 
 
 def synthetic_data(w: torch.Tensor, b: float, num_examples: int,
@@ -36,8 +36,7 @@ def data_iter(batch_size: int, X: torch.Tensor, y: torch.Tensor, shuffle: bool =
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X and y must have the same number of rows, "
                          f"got X {tuple(X.shape)} and y {tuple(y.shape)}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_positive_int(batch_size, "batch_size")
     n = X.shape[0]
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     for i in range(0, n, batch_size):

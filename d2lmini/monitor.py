@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .utils import check_positive_int
 from .widgets import _labels, _select, as_attention_maps, collect_attention, figure_png, in_kernel
 
 
@@ -118,10 +119,7 @@ class TrainingMonitor:
                  src_tokens=None, tgt_tokens=None, live: bool | None = None,
                  max_frames: int = 30, max_overhead: float | None = 0.05,
                  figsize=(7.0, 2.6), dpi: float = 72):
-        if not isinstance(every, int) or every < 1:
-            raise ValueError(f"every must be a positive int (steps), got {every!r}")
-        if not isinstance(max_frames, int) or max_frames < 2:
-            raise ValueError(f"max_frames must be an int >= 2, got {max_frames!r}")
+        check_positive_int(every, "every"), check_positive_int(max_frames, "max_frames", 2)
         if probe is not None and not (callable(probe) or isinstance(probe, (tuple, list))):
             raise TypeError(f"probe must be (src, tgt), a function net -> attention or None, "
                             f"got {type(probe).__name__}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .utils import check_tensor
+from .utils import check_positive_int, check_tensor
 
 
 def _check_eps(eps: float) -> None:
@@ -59,8 +59,7 @@ class BatchNorm(nn.Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1):
         super().__init__()
-        if not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"num_features must be a positive int, got {num_features!r}")
+        check_positive_int(num_features, "num_features")
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum must be in [0, 1], got {momentum}")
         _check_eps(eps)

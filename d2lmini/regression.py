@@ -5,7 +5,7 @@ from typing import Iterable
 
 import torch
 
-from .utils import check_tensor
+from .utils import check_positive_int, check_tensor
 
 
 def linreg(X: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -36,8 +36,7 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int = 1) -> None:
     """
     if lr <= 0:
         raise ValueError(f"lr must be positive, got {lr}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_positive_int(batch_size, "batch_size")
     with torch.no_grad():
         for p in params:
             if p.grad is None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from .utils import check_positive_int
+
 
 def _check_steps(**kw) -> None:
     for name, v in kw.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_positive_int(v, name)
 
 
 def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:

@@ -8,6 +8,8 @@ from typing import Iterable, Sequence
 
 import torch
 
+from .utils import check_positive_int
+
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
@@ -70,10 +72,7 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
     in the data set ("batched together by approximate sequence length", as in the
     paper).  Yields (src (b, S_b), tgt_in (b, T_b), tgt_out (b, T_b)), b <= batch_size.
     """
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if not isinstance(pool, int) or pool < 1:
-        raise ValueError(f"pool must be a positive int, got {pool!r}")
+    check_positive_int(batch_size, "batch_size"), check_positive_int(pool, "pool")
     if not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0]) or tgt_in.shape != tgt_out.shape:
         raise ValueError(f"src (n, S), tgt_in and tgt_out (n, T) disagree: {tuple(src.shape)}, "
                          f"{tuple(tgt_in.shape)}, {tuple(tgt_out.shape)}")

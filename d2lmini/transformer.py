@@ -15,7 +15,7 @@ from torch import nn
 from .attention import MultiHeadAttention, mha_state_dict_from_torch
 from .masks import causal_mask, padding_mask
 from .norms import LayerNorm
-from .utils import check_tensor
+from .utils import check_positive_int, check_tensor
 
 
 class PositionalEncoding(nn.Module):
@@ -216,8 +216,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     its later positions hold the pad id.  The encoder runs once; the decoder re-reads
     its whole prefix at every step (no key/value cache: simple, O(max_len^2)).
     """
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    check_positive_int(max_len, "max_len")
     V = model.decoder.vocab_size
     for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < V:

@@ -27,6 +27,14 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds CUDA and MPS generators
 
 
+def check_positive_int(value, name: str, minimum: int = 1) -> int:
+    """Raise a clear ValueError unless ``value`` is an int (not a bool) >= ``minimum``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        want = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{name} must be {want}, got {value!r}")
+    return value
+
+
 def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
                  floating: bool = False) -> torch.Tensor:
     """Raise a clear error unless ``x`` is a tensor of the expected rank/dtype."""
