@@ -3,6 +3,7 @@ Transformer.  One module per concept; every from-scratch piece is tested against
 from .attention import (AdditiveAttention, MultiHeadAttention, masked_softmax,
                         mha_state_dict_from_torch, scaled_dot_product_attention)
 from .data import data_iter, synthetic_data
+from .exercises import check
 from .masks import causal_mask, length_mask, padding_mask
 from .monitor import TrainingMonitor
 from .norms import BatchNorm, LayerNorm
