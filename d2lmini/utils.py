@@ -51,12 +51,21 @@ def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
 
 
 def show_source(obj) -> None:
-    """Display the source of a d2lmini function or class, highlighted.
+    """Show the source of a d2lmini function or class.
 
-    Chapters use it to show the package version of what they just derived; the
-    text is compared by nbval, so a chapter must be re-run when the code changes.
+    Chapters use it to show the package version of what they just derived.  In IPython
+    or Jupyter the source is displayed highlighted; in plain Python (IPython is optional)
+    it is printed as text.
     """
     import inspect
 
-    from IPython.display import Code, display
-    display(Code(inspect.getsource(obj), language="python"))
+    source = inspect.getsource(obj)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Code, display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(source, end="")
+        return
+    display(Code(source, language="python"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -81,15 +82,28 @@ def test_check_tensor_errors_name_expected_and_given():
         check_tensor(torch.zeros(2, dtype=torch.long), "x", floating=True)
 
 
-def test_show_source_displays_the_code(monkeypatch):
+def test_show_source_displays_highlighted_code_in_ipython(monkeypatch):
+    import IPython
     import IPython.display
 
     shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())       # a running shell
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     d2l.show_source(d2l.linreg)
     assert len(shown) == 1 and isinstance(shown[0], IPython.display.Code)
     text = shown[0].data
     assert text.startswith("def linreg(") and "return X @ w + b" in text
+
+
+@pytest.mark.parametrize("ipython", ["installed, no shell", "not installed"])
+def test_show_source_prints_plain_text_outside_ipython(monkeypatch, capsys, ipython):
+    import inspect
+
+    if ipython == "not installed":
+        monkeypatch.setitem(sys.modules, "IPython", None)                # import fails
+        monkeypatch.setitem(sys.modules, "IPython.display", None)
+    d2l.show_source(d2l.masked_softmax)
+    assert capsys.readouterr().out == inspect.getsource(d2l.masked_softmax)
 
 
 # ---------------------------------------------------------------- data
