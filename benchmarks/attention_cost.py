@@ -1,15 +1,18 @@
 """Forward + backward time and peak memory of four attention implementations.
 
-    python benchmarks/attention_cost.py                # CPU: B=4, d_model=256, h=8, fp32
+    python benchmarks/attention_cost.py                # B=4, d_model=256, h=8; T up to 512 on a CPU
     python benchmarks/attention_cost.py --T 128 512    # other sequence lengths
+    python benchmarks/attention_cost.py --threads 1    # one CPU thread (steadier on a busy machine)
 
 Rows: d2lmini.MultiHeadAttention from scratch (keeps the (B, h, T, T) weights),
 its fast path (fast=True: torch's fused scaled_dot_product_attention),
 torch.nn.MultiheadAttention, and the bare F.scaled_dot_product_attention (no
 projections: a floor).  Ratios are to torch.nn.MultiheadAttention in the same run.
-On CUDA the same script adds bfloat16 rows.  Peak memory: CUDA's allocator statistics
-on GPU; on CPU, the size of the tensors saved for backward (torch.autograd.graph
-saved-tensor hooks), which is where the O(T^2) weights of the from-scratch path live.
+On CUDA the same script adds bfloat16 rows and T up to 2048.  The fast path projects
+q, k and v with one matrix product, as torch.nn.MultiheadAttention does.
+Peak memory: on GPU, CUDA's allocator peak above what was allocated before the step;
+on CPU, the size of the tensors saved for backward (torch.autograd.graph saved-tensor
+hooks), which is where the O(T^2) weights of the from-scratch path live.
 """
 from __future__ import annotations
 
@@ -66,32 +69,42 @@ def measure(fn, x, reps):
         x.grad = None
         fn(x).sum().backward()
     step()  # warm-up
-    sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
+    sync = {"cuda": torch.cuda.synchronize, "mps": getattr(torch, "mps", None) and torch.mps.synchronize
+            }.get(x.device.type) or (lambda: None)
+    sync()
     if x.is_cuda:
         torch.cuda.reset_peak_memory_stats()
-    sync()
+        base = torch.cuda.memory_allocated()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         step()
         sync()
         times.append(time.perf_counter() - t0)
-    mem = torch.cuda.max_memory_allocated() if x.is_cuda else saved_bytes(fn, x)
+    mem = torch.cuda.max_memory_allocated() - base if x.is_cuda else saved_bytes(fn, x)
     return sorted(times)[len(times) // 2], mem
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--T", type=int, nargs="*", default=[128, 256, 512, 1024, 2048])
+    ap.add_argument("--T", type=int, nargs="*", default=None,
+                    help="sequence lengths (default: 128 256 512, and 1024 2048 on a GPU)")
     ap.add_argument("--B", type=int, default=4)
     ap.add_argument("--d", type=int, default=256)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--device", default=None, help="default: d2lmini.device()")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     args = ap.parse_args()
-    dev = d2l.device()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dev = torch.device(args.device) if args.device else d2l.device()
+    if args.T is None:
+        args.T = [128, 256, 512] + ([1024, 2048] if dev.type != "cpu" else [])
     dtypes = [torch.float32] + ([torch.bfloat16] if dev.type == "cuda" else [])
     name = torch.cuda.get_device_name() if dev.type == "cuda" else (platform.processor() or platform.machine())
-    print(f"device: {dev} ({name}), torch {torch.__version__}, {torch.get_num_threads()} CPU threads; "
+    cuda = f", CUDA {torch.version.cuda}" if dev.type == "cuda" else ""
+    print(f"device: {dev} ({name}), torch {torch.__version__}{cuda}, {torch.get_num_threads()} CPU threads; "
           f"B={args.B}, d_model={args.d}, heads={args.heads}, forward+backward, median of {args.reps}")
     print("| dtype | T | implementation | ms | x torch MHA | memory MiB |\n|---|---:|---|---:|---:|---:|")
     for dtype in dtypes:

@@ -109,7 +109,9 @@ class MultiHeadAttention(nn.Module):
     The default, from-scratch path keeps the weights (B, h, T_q, T_k) in
     ``.attention_weights``.  With ``fast=True`` it calls
     ``torch.nn.functional.scaled_dot_product_attention`` instead (fused kernels,
-    no weights kept): same result, less memory.
+    no weights kept) and projects inputs that are the same tensor in one matrix
+    product: same result, less memory and time.  :func:`set_fused_attention`
+    switches every such module of a model at once.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -147,11 +149,9 @@ class MultiHeadAttention(nn.Module):
                              f"value {tuple(value.shape)}")
         if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 3:
             mask = mask[:, None]  # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
-        q = self.split_heads(self.W_q(query))  # (B, h, T_q, d_k)
-        k = self.split_heads(self.W_k(key))    # (B, h, T_k, d_k)
-        v = self.split_heads(self.W_v(value))  # (B, h, T_k, d_k)
         p = self.dropout if self.training else 0.0
         if self.fast:
+            q, k, v = (self.split_heads(t) for t in self._project(query, key, value))
             if mask is not None:
                 _check_mask(mask, q.shape[:-1] + k.shape[-2:-1])  # (B, h, T_q, T_k)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
@@ -159,8 +159,50 @@ class MultiHeadAttention(nn.Module):
                 out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
             self.attention_weights = None
         else:
+            q = self.split_heads(self.W_q(query))  # (B, h, T_q, d_k)
+            k = self.split_heads(self.W_k(key))    # (B, h, T_k, d_k)
+            v = self.split_heads(self.W_v(value))  # (B, h, T_k, d_k)
             out, self.attention_weights = scaled_dot_product_attention(q, k, v, mask, p)
         return self.W_o(self.combine_heads(out))  # (B, T_q, d_model)
+
+    def _project(self, query, key, value):
+        """W_q query, W_k key, W_v value, with one matrix product for the inputs that are
+        the same tensor (self-attention: q, k and v; cross-attention: k and v), as
+        ``nn.MultiheadAttention`` does with its stacked ``in_proj_weight``."""
+        lins = (self.W_q, self.W_k, self.W_v)
+        if query is key and key is value:
+            groups = [(query, lins)]
+        elif key is value:
+            groups = [(query, lins[:1]), (key, lins[1:])]
+        else:
+            groups = [(x, (lin,)) for x, lin in zip((query, key, value), lins)]
+        out = []
+        for x, ls in groups:
+            if len(ls) == 1:
+                out.append(ls[0](x))
+                continue
+            w = torch.cat([lin.weight for lin in ls])
+            b = None if ls[0].bias is None else torch.cat([lin.bias for lin in ls])
+            out += F.linear(x, w, b).chunk(len(ls), dim=-1)
+        return out
+
+
+def set_fused_attention(model: nn.Module, enabled: bool = True) -> nn.Module:
+    """Switch every :class:`MultiHeadAttention` inside ``model`` to the fused kernel
+    (``enabled=True``: faster, keeps no ``.attention_weights``) or back to the
+    from-scratch path that keeps them.  Returns ``model``.
+
+    Use it where nobody reads the weights, e.g. for training; switch back before
+    drawing attention maps.  The parameters are the same either way.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    found = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    if not found:
+        raise ValueError(f"{type(model).__name__} contains no d2lmini MultiHeadAttention")
+    for m in found:
+        m.fast = bool(enabled)
+    return model
 
 
 def mha_state_dict_from_torch(state_dict: dict, prefix: str = "") -> dict:
