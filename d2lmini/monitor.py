@@ -1,6 +1,7 @@
 """A live training monitor: a callback for :func:`d2lmini.train` that records the loss
 and the attention of a fixed probe input, redraws them while training runs (Jupyter
-and Colab), and afterwards returns an animation that plays and scrubs in static HTML.
+and Colab), and afterwards returns an animation that plays and scrubs in static HTML (drawn in the
+page from the recorded numbers: no kernel, no external file).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from . import webfig
 from .utils import check_positive_int
 from .widgets import _labels, _select, as_attention_maps, collect_attention, figure_png, in_kernel
 
@@ -46,11 +48,11 @@ class _MonitorFigure:
         self.ax = self.fig.add_subplot(gs[0])
         self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8)
         self.smooth, = self.ax.plot([], [], color="C0", lw=1.6)
-        self.ax.set(yscale="log", xlabel="step", title="training loss")
+        self.ax.set(yscale="log", xlabel="step", ylabel="loss", title="training loss")
         self.ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
         self.ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
         self.ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        self.ax.tick_params(which="both", labelsize=7)
+        self.ax.tick_params(which="both", labelsize=9)
         self.ax.grid(True, alpha=0.3)
         cmap = matplotlib.colormaps["Reds"].with_extremes(bad="lightgrey")
         self.mask, self.images = mask, []
@@ -59,22 +61,23 @@ class _MonitorFigure:
             im = ax.imshow(np.zeros((Tq, Tk)), cmap=cmap, vmin=0, vmax=1, aspect="auto",
                            interpolation="nearest")
             cell = min(0.48 * figsize[0] / (n_maps * Tk), 0.62 * figsize[1] / Tq) * 72  # pt
-            font = min(7.0, 0.8 * cell)
-            if xlabels is not None and font >= 4:
+            font = min(9.0, 0.9 * cell)
+            if xlabels is not None and font >= 6:
                 ax.set_xticks(range(Tk), xlabels, rotation=90, fontsize=font)
             else:
                 ax.set_xticks([])
-            if i == 0 and ylabels is not None and font >= 4:
+            if i == 0 and ylabels is not None and font >= 6:
                 ax.set_yticks(range(Tq), ylabels, fontsize=font)
             else:
                 ax.set_yticks([])
             if head_titles is not None:
-                ax.set_title(head_titles[i], fontsize=7, pad=2)
+                ax.set_title(head_titles[i], fontsize=9, pad=2)
             self.images.append(im)
         if n_maps:
             heat = [ax.get_position() for ax in self.fig.axes[1:]]
-            self.fig.text((heat[0].x0 + heat[-1].x1) / 2, 0.93, title, ha="center", fontsize=9)
-            self.fig.colorbar(self.images[0], ax=self.fig.axes[1:], fraction=0.05, pad=0.03)
+            self.fig.text((heat[0].x0 + heat[-1].x1) / 2, 0.93, title, ha="center", fontsize=10)
+            cb = self.fig.colorbar(self.images[0], ax=self.fig.axes[1:], fraction=0.05, pad=0.03)
+            cb.ax.tick_params(labelsize=9)
 
     def set(self, step: int, losses, attention, xlim=None, ylim=None) -> None:
         """losses: per-step losses so far; attention: (n_maps, T_q, T_k) or None."""
@@ -83,7 +86,7 @@ class _MonitorFigure:
         self.raw.set_data(x, y)
         self.smooth.set_data(x, smooth)
         if len(y):
-            self.ax.set_title(f"step {step}: loss {smooth[-1]:.3g}", fontsize=9)
+            self.ax.set_title(f"step {step}: loss {smooth[-1]:.3g}", fontsize=10)
             self.ax.set_xlim(xlim or (0, max(len(y), 2)))
             pos = y[y > 0]
             if ylim is not None:
@@ -118,7 +121,7 @@ class TrainingMonitor:
                  layer: int = -1, head: int | str = "mean", example: int = 0,
                  src_tokens=None, tgt_tokens=None, live: bool | None = None,
                  max_frames: int = 30, max_overhead: float | None = 0.05,
-                 figsize=(7.0, 2.6), dpi: float = 72):
+                 figsize=(8.0, 3.0), dpi: float = 72):
         check_positive_int(every, "every"), check_positive_int(max_frames, "max_frames", 2)
         if probe is not None and not (callable(probe) or isinstance(probe, (tuple, list))):
             raise TypeError(f"probe must be (src, tgt), a function net -> attention or None, "
@@ -128,7 +131,7 @@ class TrainingMonitor:
         self.tokens, self.live, self.max_overhead = (src_tokens, tgt_tokens), live, max_overhead
         self.figsize, self.dpi = figsize, dpi
         self.snapshots: list[dict] = []   # {"step", "loss", "attention" (n, T_q, T_k) | None}
-        self.losses: list[float] = []     # every step's loss, across train() calls
+        self._losses: list[float] = []    # every step's loss, across train() calls
         self.seconds = 0.0                # time spent inside the monitor
         self.redraws = 0
         self._history, self._seen, self._start, self._step0 = None, 0, None, 0
@@ -137,8 +140,9 @@ class TrainingMonitor:
 
     # ---------------------------------------------------------------- recording
     def __call__(self, net, history) -> None:
-        self._sync_losses(history)
-        if history.steps != 1 and history.steps % self.every:
+        if history is not self._history:
+            self._sync_losses(history)
+        if history.steps != 1 and history.steps % self.every:  # no snapshot: read nothing
             return
         t0 = time.perf_counter()
         self._start = self._start or t0
@@ -159,10 +163,20 @@ class TrainingMonitor:
         self.snapshots.append(snap)
         return snap
 
+    @property
+    def losses(self) -> list[float]:
+        """Every step's loss so far, across train() calls."""
+        if self._history is not None:
+            self._sync_losses(self._history)
+        return self._losses
+
     def _sync_losses(self, history) -> None:
+        # reading history.step_loss makes the CPU wait for a GPU: only at snapshots
         if history is not self._history:  # a new train() call continues the curve
-            self._history, self._seen, self._step0 = history, 0, len(self.losses)
-        self.losses.extend(history.step_loss[self._seen:])
+            if self._history is not None:
+                self._losses.extend(self._history.step_loss[self._seen:])
+            self._history, self._seen, self._step0 = history, 0, len(self._losses)
+        self._losses.extend(history.step_loss[self._seen:])
         self._seen = len(history.step_loss)
 
     def _attention(self, net):
@@ -210,17 +224,18 @@ class TrainingMonitor:
             self._live_fig = self._new_figure()
         s = self.snapshots[-1]
         self._live_fig.set(s["step"], self.losses[: s["step"]], s["attention"])
-        return figure_png(self._live_fig.fig, tight=False)
+        return figure_png(self._live_fig.fig, dpi=2 * self.dpi, tight=False)  # 2x: sharp
 
     def _show(self, png: bytes) -> None:
         """One display that updates in place (Jupyter and Colab); nothing when headless."""
         if not in_kernel():
             return
         from IPython.display import Image, display
+        image = Image(data=png, retina=True)  # stored at 2x, shown at 1x: sharp
         if self._handle is None:
-            self._handle = display(Image(data=png), display_id=True)
+            self._handle = display(image, display_id=True)
         else:
-            self._handle.update(Image(data=png))
+            self._handle.update(image)
 
     @property
     def overhead(self) -> float:
@@ -237,28 +252,33 @@ class TrainingMonitor:
         return [self.snapshots[i] for i in idx]
 
     def animation_html(self, fps: float = 4) -> str:
-        """The snapshots as a JavaScript animation (play, pause, scrub) -> HTML string.
+        """The snapshots as an animation that plays and scrubs -> HTML string.
 
-        Works in static HTML: the frames are embedded PNGs (size ~ frames x one PNG).
+        Works without a kernel (static HTML, Jupyter, Colab): the losses and each
+        frame's attention are embedded as numbers (a few KB) and drawn by a few lines
+        of JavaScript as SVG, sharp on any screen, with the exact weight on hover.
         """
-        from matplotlib.animation import FuncAnimation
         frames = self.frames()
         if not frames:
             raise ValueError("no snapshot yet: pass the monitor to train(..., callbacks=[monitor])")
-        f = self._new_figure()
         y = np.asarray(self.losses[: frames[-1]["step"]], dtype=float)
         pos = y[y > 0]
-        ylim = (pos.min() / 1.2, pos.max() * 1.2) if len(pos) else None
-        xlim = (0, max(frames[-1]["step"], 2))
-
-        def draw(i):
-            s = frames[i]
-            f.set(s["step"], self.losses[: s["step"]], s["attention"], xlim=xlim, ylim=ylim)
-            return []
-
-        anim = FuncAnimation(f.fig, draw, frames=len(frames), interval=1000 / fps, repeat=False)
-        with matplotlib.rc_context({"savefig.dpi": self.dpi, "animation.embed_limit": 50}):
-            return anim.to_jshtml(fps=fps, default_mode="once")
+        ylim = [float(pos.min() / 1.2), float(pos.max() * 1.2)] if len(pos) else [0.1, 10.0]
+        table = webfig.PanelTable()
+        xl, yl = self._labels or (None, None)
+        data = {
+            "fps": fps, "losses": webfig._round(y), "smooth": webfig._round(_ema(y)),
+            "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
+            "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
+                        [table.panel(a) for a in s["attention"]]} for s in frames],
+            "title": self._title, "xlabels": xl, "ylabels": yl, "axis": ["query", "key"],
+            "mask": None if self._mask is None else table.masks[table.mask(self._mask)],
+            "head_titles": ([f"head {i}" for i in range(len(frames[0]["attention"]))]
+                            if self.select["head"] == "all" and frames[0]["attention"] is not None
+                            else None),
+            "lut": webfig.lut("Reds", 128)}
+        data["panels"] = table.panels
+        return webfig.html("monitor", data)
 
     def animation(self, fps: float = 4):
         """:meth:`animation_html` as an ``IPython.display.HTML`` (shows in a notebook)."""

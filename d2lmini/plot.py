@@ -3,9 +3,30 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import sys
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+
+
+def sharp_inline_figures() -> bool:
+    """Inside a Jupyter/Colab kernel, store inline figures at 2x their displayed size
+    ("retina" PNGs): sharp on high-DPI screens and in the HTML book.  Called when
+    d2lmini is imported; does nothing (-> False) outside a kernel."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+        set_matplotlib_formats("retina")
+    except Exception:  # no inline backend: nothing to sharpen
+        return False
+    return True
+
+
+sharp_inline_figures()
 
 
 def _np(x) -> np.ndarray:
@@ -38,6 +59,7 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
     ``plot(y)`` draws y against its index; ``plot(x, [y1, y2])`` draws several
     curves over the same x; ``plot([x1, x2], [y1, y2])`` pairs them up.  A curve is
     a 1-D tensor, array or list of numbers (n,); x and its y must have the same n.
+    The legend goes below the axes, where it hides no data.
     Returns the Figure (one ``Line2D`` per curve on its axes).
     """
     if Y is None:
@@ -68,8 +90,11 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
         ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if legend:
-        ax.legend(legend)
+    if legend:  # below the axes (under the tick labels and the x label), never over the curves
+        height_pt = ax.get_position().height * fig.get_figheight() * 72
+        below = (36 if xlabel else 20) / max(height_pt, 1.0)
+        ax.legend(legend, loc="upper center", bbox_to_anchor=(0.5, -below),
+                  ncol=min(len(legend), 2), frameon=False, fontsize=9)
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -144,13 +169,13 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
             im = ax.imshow(m, cmap=cm, vmin=vmin, vmax=vmax, aspect="auto",
                            interpolation="nearest")
             ax.set_xticks(range(Tk), xlabels if xlabels is not None else range(Tk),
-                          rotation=90 if xlabels is not None else 0, fontsize=8)
-            ax.set_yticks(range(Tq), ylabels if ylabels is not None else range(Tq), fontsize=8)
+                          rotation=90 if xlabels is not None else 0, fontsize=9)
+            ax.set_yticks(range(Tq), ylabels if ylabels is not None else range(Tq), fontsize=9)
             if annotate:
                 for (r, c), v in np.ndenumerate(np.ma.filled(m, np.nan)):
                     if not np.isnan(v):
                         dark = (v - vmin) > 0.6 * (vmax - vmin)
-                        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=8,
                                 color="white" if dark else "black")
             if titles is not None:
                 ax.set_title(titles[i * cols + j] if len(titles) == n_used else titles[j],

@@ -2,13 +2,13 @@
 
 Every figure is first a plain function that returns a matplotlib Figure
 (:func:`attention_figure`, :func:`pe_figure`): headless, testable, usable anywhere.
-The explorers wrap such a function in ipywidgets controls and draw the figure as a
-PNG *into* an ``ipywidgets.Output``, so a notebook saved with its widget state
-(nbclient, Jupyter Book) still shows the picture in static HTML.
-
-Without ipywidgets, or outside a Jupyter/Colab kernel (scripts, tests), an explorer
-displays the static figure of its current state instead; nothing fails or warns.
-Only APIs present in both ipywidgets 7.7 (Colab) and 8.x are used.
+What a setting of the attention explorer shows is decided once, by
+:func:`attention_view`.  Displayed, an explorer is one HTML output (see
+:mod:`d2lmini.webfig`) holding every setting's numbers and a few lines of JavaScript:
+its controls work in Jupyter, Colab and the static HTML book, where no kernel runs.
+``explorer.widget`` is the ipywidgets version (controls above an ``Output`` with the
+matplotlib picture), built on first use; only APIs present in both ipywidgets 7.7
+(Colab) and 8.x are used.  Without ipywidgets nothing fails or warns.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .attention import MultiHeadAttention
 from .masks import causal_mask, padding_mask
 from .plot import _np, show_heatmaps
 from .transformer import PositionalEncoding, Transformer
+from . import webfig
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -117,8 +118,11 @@ def collect_attention(model, src: torch.Tensor | None = None, tgt: torch.Tensor 
             raise ValueError(f"src must be (B, S) integer token ids, got {got}")
         dev = next(model.parameters()).device
         was_training = model.training
+        fused = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and m.fast]
         model.eval()
         try:
+            for m in fused:  # the from-scratch path keeps the weights (d2l.set_fused_attention)
+                m.fast = False
             src = src.to(dev)
             if tgt is None:
                 model.encode(src)
@@ -127,6 +131,8 @@ def collect_attention(model, src: torch.Tensor | None = None, tgt: torch.Tensor 
                 model(src, tgt)
         finally:
             model.train(was_training)
+            for m in fused:
+                m.fast = True
         stack = lambda blocks, name: torch.stack(
             [_weights(getattr(b, name), f"{name} of block {i}") for i, b in enumerate(blocks)])
         enc = stack(model.encoder.blocks, "self_attn")             # (L, B, h, S, S)
@@ -247,6 +253,30 @@ def _select(maps: AttentionMaps, kind, layer, head, example):
     return w, m, kind, layer
 
 
+def attention_view(attn, kind: str | None = None, layer: int = 0, head: int | str = "all",
+                   example: int = 0, *, src_tokens=None, tgt_tokens=None, masks=None) -> dict:
+    """What one setting of the attention explorer shows: the one function that decides
+    it, for the matplotlib figure and for the page's JavaScript alike.
+
+    -> {"title", "values" (n, T_q, T_k), "mask" (n, T_q, T_k) bool or None,
+    "titles" (one per panel, or None), "grid" (rows, cols), "xlabels" (keys),
+    "ylabels" (queries), "kind", "layer"}; n = h for head="all", else 1.
+    """
+    maps = as_attention_maps(attn, masks)
+    w, m, kind, layer = _select(maps, kind, layer, head, example)
+    n, Tq, Tk = w.shape
+    q_tok = tgt_tokens if kind in ("decoder self", "cross") else src_tokens
+    k_tok = tgt_tokens if kind == "decoder self" else src_tokens
+    ylabels = _labels(q_tok, example, Tq, "query labels")
+    xlabels = _labels(k_tok, example, Tk, "key labels")
+    what = {"all": "all heads", "mean": "mean over heads"}.get(head, f"head {head}")
+    return {"title": f"{kind} attention, layer {layer}, {what}, example {example}",
+            "values": w, "mask": m, "kind": kind, "layer": layer,
+            "titles": [f"head {i}" for i in range(n)] if head == "all" else None,
+            "grid": _grid(n) if head == "all" else (1, 1),
+            "xlabels": xlabels, "ylabels": ylabels}
+
+
 def attention_figure(attn, kind: str | None = None, layer: int = 0, head: int | str = "all",
                      example: int = 0, *, src_tokens=None, tgt_tokens=None, masks=None,
                      cmap: str = "Reds", vmax: float | None = None, width: float = 8.0,
@@ -258,28 +288,52 @@ def attention_figure(attn, kind: str | None = None, layer: int = 0, head: int | 
     from ``src_tokens``/``tgt_tokens`` by kind: encoder self (src, src), decoder self
     (tgt, tgt), cross (queries tgt, keys src), "self" (src, src).  Masked cells
     (pad keys, future positions, pad queries) are grey.  ``width``/``height`` cap the
-    figure's size (inches).
+    figure's size (inches).  What is shown is :func:`attention_view`'s.
     """
-    maps = as_attention_maps(attn, masks)
-    w, m, kind, layer = _select(maps, kind, layer, head, example)
+    v = attention_view(attn, kind, layer, head, example, src_tokens=src_tokens,
+                       tgt_tokens=tgt_tokens, masks=masks)
+    w, m = v["values"], v["mask"]
     n, Tq, Tk = w.shape
-    q_tok = tgt_tokens if kind in ("decoder self", "cross") else src_tokens
-    k_tok = tgt_tokens if kind == "decoder self" else src_tokens
-    ylabels = _labels(q_tok, example, Tq, "query labels")
-    xlabels = _labels(k_tok, example, Tk, "key labels")
-    rows, cols = _grid(n) if head == "all" else (1, 1)
-    cell = max(0.06, min(0.35, (width - 0.8 - 0.9 * cols) / (cols * Tk),
+    rows, cols = v["grid"]
+    cell = max(0.13, min(0.35, (width - 0.8 - 0.9 * cols) / (cols * Tk),
                          (height - 0.7 * rows) / (rows * Tq)))
-    titles = [f"head {i}" for i in range(n)] if head == "all" else None
-    fig = show_heatmaps(w.reshape(rows, cols, Tq, Tk), xlabels, ylabels, titles,
+    fig = show_heatmaps(w.reshape(rows, cols, Tq, Tk), v["xlabels"], v["ylabels"], v["titles"],
                         mask=None if m is None else m.reshape(rows, cols, Tq, Tk),
                         cmap=cmap, vmax=vmax, cell_size=cell)
-    font = min(8.0, cell * 72 * 0.8)
+    font = max(7.0, min(9.0, cell * 72 * 0.8))
     for ax in fig.axes[:-1]:  # the last axes is the colour bar
         ax.tick_params(labelsize=font)
-    what = {"all": "all heads", "mean": "mean over heads"}.get(head, f"head {head}")
-    fig.suptitle(f"{kind} attention, layer {layer}, {what}, example {example}", fontsize=10)
+    fig.suptitle(v["title"], fontsize=10)
     return fig
+
+
+def attention_html(attn, src_tokens=None, tgt_tokens=None, *, masks=None, state=None,
+                   vmax: float | None = None, cmap: str = "Reds") -> str:
+    """The attention explorer as one HTML output that needs no kernel: every setting
+    (kind x layer x head x example) is enumerated with :func:`attention_view`, its
+    numbers embedded once, and a few lines of JavaScript switch and draw them."""
+    maps = as_attention_maps(attn, masks)
+    table, views, kinds = webfig.PanelTable(), {}, {}
+    for kind, w in maps.items():
+        L, B, h = w.shape[:3]
+        kinds[kind] = {"L": L, "B": B, "h": h}
+        for layer in range(L):
+            for example in range(B):
+                for head in ["all", "mean", *range(h)]:
+                    v = attention_view(maps, kind, layer, head, example,
+                                       src_tokens=src_tokens, tgt_tokens=tgt_tokens)
+                    m = v["mask"]
+                    views[f"{kind}|{layer}|{head}|{example}"] = {
+                        "title": v["title"], "grid": list(v["grid"]), "titles": v["titles"],
+                        "panels": [table.panel(v["values"][i], None if m is None else m[i])
+                                   for i in range(len(v["values"]))],
+                        "xlabels": table.label(v["xlabels"]), "ylabels": table.label(v["ylabels"])}
+    state = dict(state or {"kind": next(iter(maps)), "layer": 0, "head": "all", "example": 0})
+    state["layer"] = int(state["layer"]) % kinds[state["kind"]]["L"]
+    return webfig.html("attention", {
+        "state": state, "kinds": kinds, "views": views, "panels": table.panels,
+        "masks": table.masks, "labels": table.labels, "vmax": vmax,
+        "lut": webfig.lut(cmap, 128)})
 
 
 # ------------------------------------------------------------------ positional encoding
@@ -303,8 +357,9 @@ def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = 
     for d in dims:
         ax1.plot(np.arange(num_positions), P[:, d], label=f"dim {d}")
     ax1.set(xlabel="position", ylabel="value", title="chosen dimensions", ylim=(-1.1, 1.1))
-    if dims:
-        ax1.legend(fontsize=7, loc="upper right")
+    if dims:  # below the curves, never over them
+        ax1.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28),
+                   ncol=min(4, len(dims)), frameon=False)
     ax1.grid(True, alpha=0.3)
     im = ax2.imshow(P @ P.T, cmap="viridis", aspect="auto", interpolation="nearest")
     ax2.set(xlabel="position j", ylabel="position i", title="PE(i) · PE(j)")
@@ -314,40 +369,65 @@ def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = 
 
 # ------------------------------------------------------------------ explorers
 class Explorer:
-    """Shared machinery: named ipywidgets ``controls`` above an ``Output`` (``out``)
-    that holds the current figure as a PNG; ``figure`` is that matplotlib Figure.
+    """Shared machinery of the explorers.
 
-    Subclasses define ``_make_controls()`` and ``_draw()``.  ``update(**state)`` changes
-    the state from code (and moves the controls along).  Displaying the object shows
-    the widget inside a kernel with ipywidgets, otherwise the static PNG.
+    Displayed (last line of a cell), an explorer is one HTML output with every setting's
+    numbers embedded and a few lines of JavaScript: its controls work in Jupyter, Colab
+    and the static HTML book alike, with or without a kernel.  ``update(**state)``
+    changes the state from code; ``figure`` is the matplotlib Figure of that state and
+    ``png`` its picture.  ``widget`` is the ipywidgets version (built on first use:
+    controls above an ``Output`` holding the PNG), for code that reacts to a setting in
+    Python; ``controls`` are its named controls.  Subclasses define
+    ``_make_controls()``, ``_control_values()``, ``_draw()`` and ``html()``.
     """
 
     def __init__(self, dpi: float):
         self.dpi, self.figure, self.png = dpi, None, b""
         self.state: dict = {}
-        self.controls: dict = {}
-        self.out = self.widget = None
-        self._syncing = False
+        self._controls: dict = {}
+        self._out = self._widget = None
+        self._built = self._syncing = False
+
+    # the ipywidgets version, built on first use (no comm is opened before)
+    @property
+    def widget(self):
+        self._build_widget()
+        return self._widget
+
+    @property
+    def controls(self) -> dict:
+        self._build_widget()
+        return self._controls
+
+    @property
+    def out(self):
+        self._build_widget()
+        return self._out
 
     def _build_widget(self) -> None:
+        if self._built:
+            return
+        self._built = True
         widgets = ipywidgets_or_none()
         if widgets is None:
             return
         try:  # no comm (e.g. ipywidgets 7 outside a kernel): static figure only
-            self.controls = self._make_controls(widgets)
-            self.out = widgets.Output()
-            wide = [c for c in self.controls.values() if isinstance(c, widgets.ToggleButtons)]
-            small = [c for c in self.controls.values() if c not in wide]
-            self.widget = widgets.VBox(wide + [widgets.HBox(small), self.out])
+            controls = self._make_controls(widgets)
+            out = widgets.Output()
+            wide = [c for c in controls.values() if isinstance(c, widgets.ToggleButtons)]
+            small = [c for c in controls.values() if c not in wide]
+            box = widgets.VBox(wide + [widgets.HBox(small), out])
         except Exception:
-            self.controls, self.out, self.widget = {}, None, None
             return
-        for c in self.controls.values():
+        self._controls, self._out, self._widget = controls, out, box
+        self._sync(**self._control_values())
+        self._show_png()
+        for c in controls.values():
             c.observe(self._on_change, names="value")
 
     def _on_change(self, change) -> None:
         if not self._syncing:
-            name = next(n for n, c in self.controls.items() if c is change["owner"])
+            name = next(n for n, c in self._controls.items() if c is change["owner"])
             self.update(**{name: change["new"]})
 
     def _sync(self, **attrs) -> None:
@@ -355,27 +435,32 @@ class Explorer:
         self._syncing = True
         try:
             for name, values in attrs.items():
-                if name in self.controls:
+                if name in self._controls:
                     for attr, v in values.items():
-                        setattr(self.controls[name], attr, v)
+                        setattr(self._controls[name], attr, v)
         finally:
             self._syncing = False
 
+    def _show_png(self) -> None:
+        if self._out is not None:  # the picture lives in the widget state
+            width = int.from_bytes(self.png[16:20], "big") // 2  # stored at 2x: sharp
+            self._out.outputs = ({"output_type": "display_data",
+                                  "metadata": {"image/png": {"width": width}},
+                                  "data": {"image/png": _b64(self.png), "text/plain": repr(self)}},)
+
     def _redraw(self, fig=None) -> None:
         fig = self._draw() if fig is None else fig
-        self.png = figure_png(fig, self.dpi)
+        self.png = figure_png(fig, 2 * self.dpi)
         plt.close(fig)  # not shown again by the inline backend; still usable
         self.figure = fig
-        if self.out is not None:  # the picture lives in the widget state
-            self.out.outputs = ({"output_type": "display_data", "metadata": {},
-                                 "data": {"image/png": _b64(self.png), "text/plain": repr(self)}},)
+        self._sync(**self._control_values())
+        self._show_png()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        if self.widget is not None and in_kernel():  # what ipywidgets 7 and 8 send
-            return {"text/plain": repr(self),
-                    WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
-                                  "model_id": self.widget.model_id}}
-        return {"text/plain": repr(self), "image/png": _b64(self.png)}
+        bundle = {"text/plain": repr(self), "text/html": self.html()}
+        if not in_kernel():  # plain Python, terminal IPython: the picture too
+            bundle["image/png"] = _b64(self.png)
+        return bundle
 
     def __repr__(self) -> str:
         state = ", ".join(f"{k}={v!r}" for k, v in self.state.items())
@@ -402,7 +487,6 @@ class AttentionExplorer(Explorer):
         self.state = {"kind": kind or next(iter(self.maps)), "layer": layer, "head": head,
                       "example": example}
         _select(self.maps, **self.state)  # fail early on a bad initial state
-        self._build_widget()
         self.update()
 
     def _make_controls(self, widgets) -> dict:
@@ -431,13 +515,23 @@ class AttentionExplorer(Explorer):
                 new["head"] = "all"
         _, _, new["kind"], new["layer"] = _select(self.maps, **new)
         self.state = new
-        self._sync(layer={"max": max(L - 1, 0), "value": new["layer"], "disabled": L == 1},
-                   example={"max": max(B - 1, 0), "value": new["example"], "disabled": B == 1},
-                   head={"options": [("all heads", "all"), ("mean", "mean")]
-                                    + [(str(i), i) for i in range(h)], "value": new["head"]},
-                   kind={"value": new["kind"]})
         self._redraw()
         return self.figure
+
+    def _control_values(self) -> dict:
+        s = self.state
+        L, B, h = self.maps[s["kind"]].shape[:3]
+        return {"layer": {"max": max(L - 1, 0), "value": s["layer"], "disabled": L == 1},
+                "example": {"max": max(B - 1, 0), "value": s["example"], "disabled": B == 1},
+                "head": {"options": [("all heads", "all"), ("mean", "mean")]
+                                    + [(str(i), i) for i in range(h)], "value": s["head"]},
+                "kind": {"value": s["kind"]}}
+
+    def html(self) -> str:
+        """Every setting, switchable without a kernel (see :func:`attention_html`)."""
+        src, tgt = self.tokens
+        return attention_html(self.maps, src, tgt, state=self.state, vmax=self.vmax,
+                              cmap=self.cmap)
 
     def _draw(self):
         src, tgt = self.tokens
@@ -455,7 +549,6 @@ class PEExplorer(Explorer):
         super().__init__(dpi)
         self.limits = (max_d_model, max_positions)
         self.state = {"d_model": d_model, "num_positions": num_positions, "dims": tuple(dims)}
-        self._build_widget()
         self.update()
 
     def _make_controls(self, widgets) -> dict:
@@ -481,11 +574,24 @@ class PEExplorer(Explorer):
         new["dims"] = tuple(int(x) for x in new["dims"])
         fig = pe_figure(**new)  # validates before anything changes
         self.state = new
-        self._sync(d_model={"value": d}, num_positions={"value": new["num_positions"]},
-                   dims={"options": list(range(d)),
-                         "value": new["dims"]})
         self._redraw(fig)
         return self.figure
+
+    def _control_values(self) -> dict:
+        s = self.state
+        return {"d_model": {"value": s["d_model"]}, "num_positions": {"value": s["num_positions"]},
+                "dims": {"options": list(range(s["d_model"])), "value": s["dims"]}}
+
+    def html(self) -> str:
+        """Sliders and a dims list that redraw :func:`pe_figure`'s three panels in the
+        page, without a kernel: the encoding is computed there from the same formula
+        as :class:`PositionalEncoding` (sin on even dims, cos on odd ones)."""
+        (max_d, max_n), s = self.limits, self.state
+        return webfig.html("pe", {
+            "state": {"d_model": s["d_model"], "num_positions": s["num_positions"],
+                      "dims": list(s["dims"])},
+            "max_d_model": max(max_d, s["d_model"]), "max_positions": max(max_n, s["num_positions"]),
+            "luts": {"pe": webfig.lut("RdBu_r", 128), "dot": webfig.lut("viridis", 128)}})
 
     def _draw(self):
         return pe_figure(**self.state)

@@ -1,10 +1,16 @@
-"""The built book seen the way a reader sees it: headless Chromium, offline.
+"""The built book seen the way a reader sees it: headless Chromium, offline, on a
+desktop (1280x800) and on a phone (390x844).
 
 Runs after `jupyter-book build` (``.ci/run`` does both): serves ``_build/html`` on
 localhost, blocks every request that leaves localhost (a classroom without internet),
-opens every chapter page and checks what a reader would notice.  Screenshots go to
+opens every page at both widths and checks what a reader would notice: every control
+of an explorer changes its figure, the chapter list is one tap away on a phone and the
+sidebar toggle works on a desktop, nothing scrolls sideways, no output line hides
+behind a scroll bar, figures are sharp and their text readable, no request leaves
+the book, no console error, no 404, and each page stays light.  Screenshots go to
 ``_build/screenshots/``.  Skipped when there is no built book or no Chromium, unless
 ``D2LMINI_BROWSER_TEST=1`` (set by CI) turns a skip into a failure.
+Run with ``-s`` to see each page's numbers (bytes fetched, controls that change a figure).
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import functools
 import http.server
 import os
 import pathlib
+import re
 import shutil
 import threading
 
@@ -23,8 +30,13 @@ HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 TOC = [c["file"] for c in yaml.safe_load((ROOT / "_toc.yml").read_text())["chapters"]]
 NOTEBOOKS = [f for f in TOC if (ROOT / f).with_suffix(".ipynb").exists()]
+PAGES = ["intro"] + TOC
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("D2LMINI_BROWSER_TEST") == "1"
+DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
+PAGE_BUDGET = 3_000_000      # bytes fetched by one page, cold cache
+BOOK_BUDGET = 20_000_000     # bytes of the whole built book
+MIN_TEXT_PX = 9              # figure text as displayed
 
 
 def _need(ok: bool, why: str) -> None:
@@ -40,6 +52,7 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need(False, "playwright is not installed")
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -56,75 +69,267 @@ def browser():
     server.shutdown()
 
 
-def open_offline(browser, path):
-    """Open a page with every non-localhost request aborted; return (page, errors, blocked)."""
-    b, base = browser
-    page = b.new_page(viewport={"width": 1280, "height": 900})
-    errors, blocked = [], []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+class Visit:
+    """One page opened offline in a fresh context (cold cache): what it fetched, what
+    was blocked, what failed, what the console said."""
 
-    def route(r):
-        if r.request.url.startswith(base):
-            return r.continue_()
-        blocked.append(r.request.url)
-        return r.abort()
-    page.route("**/*", route)
-    page.goto(f"{base}/{path}", wait_until="networkidle")
-    return page, errors, blocked
+    def __init__(self, browser, path: str, viewport: dict):
+        b, base = browser
+        self.context = b.new_context(viewport=viewport, device_scale_factor=2,
+                                     is_mobile=viewport["width"] < 500,
+                                     has_touch=viewport["width"] < 500)
+        self.page = page = self.context.new_page()
+        self.errors, self.blocked, self.failed, self.bytes = [], [], [], {}
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("requestfailed", lambda r: r.url.startswith(base) and self.failed.append(r.url))
+
+        def response(r):
+            if r.status >= 400:
+                self.failed.append(f"{r.status} {r.url}")
+            else:
+                try:
+                    self.bytes[r.url] = len(r.body())
+                except Exception:  # redirects, aborted bodies
+                    pass
+        page.on("response", response)
+
+        def route(r):
+            if r.request.url.startswith(base) or r.request.url.startswith("data:"):
+                return r.continue_()
+            self.blocked.append(r.request.url)
+            return r.abort()
+        page.route("**/*", route)
+        page.goto(f"{base}/{path}", wait_until="networkidle")
+        page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        page.wait_for_load_state("networkidle")
+
+    def close(self):
+        self.context.close()
+
+    def check_clean(self):
+        assert not self.blocked, f"requests off the book's host: {self.blocked}"
+        assert not self.failed, f"failed requests (404s): {self.failed}"
+        assert not self.errors, f"console errors: {self.errors}"
+        total = sum(self.bytes.values())
+        assert total <= PAGE_BUDGET, f"{total:,} bytes fetched (budget {PAGE_BUDGET:,})"
+        return total
 
 
-@pytest.mark.parametrize("chapter", NOTEBOOKS)
-def test_chapter_page_offline(browser, chapter):
-    page, errors, blocked = open_offline(browser, chapter + ".html")
-    name = chapter.split("/")[-1]
-    # math: MathJax (served by the book) typeset every formula, no raw $$ left
-    page.wait_for_function("() => !window.MathJax || !MathJax.startup || MathJax.startup.promise",
-                           timeout=30_000)
-    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+def _figure_markup(fig) -> str:
+    return fig.evaluate("e => e.querySelector('.d2l-plot').innerHTML")
+
+
+def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int]:
+    """Move every control of every in-page figure; -> (controls that changed the figure,
+    enabled controls moved, descriptions of those that did not, disabled controls: a
+    slider with one position, e.g. "layer" of a one-layer model)."""
+    changed, total, dead, disabled = 0, 0, [], 0
+    for n, fig in enumerate(page.locator(".d2l-fig").all()):
+        fig.scroll_into_view_if_needed()
+        controls = fig.locator("button, input[type=range], select").all()
+        pressed = [c for c in controls if c.get_attribute("aria-pressed") == "true"]
+        for c in controls + pressed:  # the current kind's button is tried again at the end
+            if c.is_disabled():
+                disabled += 1
+                continue
+            what = c.evaluate("e => e.tagName + ' ' + (e.getAttribute('aria-label') || e.textContent)")
+            tag = c.evaluate("e => e.tagName")
+            before = _figure_markup(fig)
+            if tag == "BUTTON":
+                if c.get_attribute("aria-pressed") == "true":
+                    continue  # the current kind: pressed again at the end, once it is not
+                c.click()
+                page.wait_for_timeout(700)  # a play button shows the next frames
+            elif tag == "SELECT":
+                options = c.evaluate("e => Array.from(e.options).map(o => o.value)")
+                chosen = c.evaluate("e => Array.from(e.selectedOptions).map(o => o.value)")
+                other = [o for o in options if o not in chosen]
+                if not other:
+                    continue
+                c.select_option(other[-1] if c.evaluate("e => e.multiple") else other[0])
+            else:
+                lo, hi = float(c.get_attribute("min")), float(c.get_attribute("max"))
+                v = float(c.input_value())
+                target = hi if v != hi else lo
+                c.evaluate("(e, t) => { e.value = t; e.dispatchEvent(new Event('input', {bubbles: true})); }",
+                           str(int(target) if target == int(target) else target))
+            total += 1
+            if _figure_markup(fig) != before:
+                changed += 1
+            else:
+                dead.append(what)
+            if tag == "BUTTON" and "pause" in c.inner_text():
+                c.click()  # stop a playing animation before the next control
+        heat = fig.locator("svg image")
+        if heat.count():  # the exact value under the pointer
+            readout = fig.locator(".d2l-readout")
+            before = readout.inner_text()
+            heat.first.hover()
+            got = readout.inner_text()
+            assert got != before and re.search(r": (-?[0-9.e+-]+|masked|-)$", got), got
+        if shots_prefix:
+            fig.screenshot(path=str(SHOTS / f"{shots_prefix}-figure{n}.png"))
+    return changed, total, dead, disabled
+
+
+def check_figures_sharp_and_readable(page) -> None:
+    """PNGs stored at >= 2x their displayed width; in-page SVG text >= 9 px displayed."""
+    soft = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
+        .filter(i => i.complete && i.clientWidth > 40 && i.naturalWidth < 1.9 * i.clientWidth)
+        .map(i => i.src.split('/').pop() + ' ' + i.naturalWidth + 'px shown at ' + i.clientWidth)""")
+    assert not soft, f"figures stored at less than 2x their displayed width: {soft}"
+    small = page.evaluate("""(m) => Array.from(document.querySelectorAll('.d2l-fig svg')).flatMap(s => {
+        const vb = s.viewBox.baseVal, k = vb && vb.width ? s.getBoundingClientRect().width / vb.width : 1;
+        return Array.from(s.querySelectorAll('text')).filter(t => t.textContent.trim())
+          .map(t => parseFloat(t.getAttribute('font-size') || 11) * k).filter(px => px < m);
+      })""", MIN_TEXT_PX - 0.05)
+    assert not small, f"{len(small)} figure labels below {MIN_TEXT_PX} px, smallest {min(small):.1f} px"
+
+
+def check_no_hidden_output(page) -> None:
+    """At desktop width no output line hides behind a sideways scroll."""
+    hidden = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output pre, .cell_output .output'))
+        .filter(e => e.scrollWidth > e.clientWidth + 2).map(e => e.textContent.slice(0, 60))""")
+    assert not hidden, f"output lines behind a sideways scroll: {hidden[:3]}"
+
+
+def check_no_raw_tex(page) -> None:
+    text = page.evaluate("""() => { const a = document.querySelector('article').cloneNode(true);
+        a.querySelectorAll('pre, code, .cell_input, mjx-container, script, style').forEach(e => e.remove());
+        return a.innerText; }""")
+    assert "$$" not in text, "raw $$ on the page"
+    for cmd in ("\\mathbf", "\\frac", "\\sqrt", "\\sum", "\\dots", "\\top", "\\mathrm", "\\text{"):
+        assert cmd not in text, f"raw TeX {cmd!r} on the page"
+
+
+def check_math(page) -> None:
     n_math = page.locator("div.math, span.math").count()
-    assert page.locator("mjx-container").count() >= n_math > 0, "math was not typeset"
-    body = page.locator("article").inner_text()
-    assert "$$" not in body, "raw $$ left on the page"
-    # widgets: every embedded widget view is rendered as a control
-    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-    if views:
-        page.wait_for_selector(".jupyter-widgets, .widget-vbox", timeout=30_000)
-        rendered = page.locator(".cell_output .widget-vbox, .cell_output .widget-hbox").count()
-        assert rendered >= views, f"{views} widget views, {rendered} rendered"
-    # animations: every one has its player (buttons and a frame slider)
-    for anim in page.locator(".animation").all():
-        assert anim.locator("button").count() >= 5 and anim.locator("input[type=range]").count() == 1
-    # no traceback in any cell output
-    outputs = " ".join(page.locator(".cell_output").all_inner_texts())
-    assert "Traceback (most recent call last)" not in outputs
-    # the Colab button opens this page's own notebook
-    colab = [a.get_attribute("href") for a in page.locator("a[href*='colab.research.google.com']").all()]
-    assert any(h.endswith(f"/blob/main/{chapter}.ipynb") for h in colab), colab
-    # the left navigation lists the chapters in order
+    if n_math:
+        assert page.locator("mjx-container").count() >= n_math, "math was not typeset"
+
+
+def check_navigation_order(page, chapter: str) -> None:
     nav = [a.get_attribute("href") for a in page.locator("nav.bd-links a.reference.internal").all()]
     order = [t.split("/")[-1] for t in TOC]
-    listed = [name if h == "#" else next((o for o in order if o + ".html" in h), None)
-              for h in nav]
+    name = chapter.split("/")[-1]
+    listed = [name if h == "#" else next((o for o in order if o + ".html" in h), None) for h in nav]
     assert [o for o in listed if o] == order, f"navigation order {listed}"
-    assert not errors, f"JavaScript errors: {errors}"
-    assert not [u for u in blocked if u.endswith(".js")], f"scripts from the internet: {blocked}"
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
-    for what, sel in (("widget", ".cell_output .widget-vbox"), ("animation", ".animation")):
-        if page.locator(sel).count():
-            page.locator(sel).first.screenshot(path=str(SHOTS / f"{name}-{what}.png"))
-    page.close()
 
 
-@pytest.mark.parametrize("path", ["intro.html"] + [f + ".html" for f in TOC if f not in NOTEBOOKS])
-def test_other_pages_offline(browser, path):
-    """The landing page and the appendices: no JavaScript error, math typeset, full navigation."""
-    page, errors, blocked = open_offline(browser, path)
-    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-    if page.locator("span.math, div.math").count():
-        assert page.locator("mjx-container").count() > 0, "math was not typeset"
-    nav = page.locator("nav.bd-links a.reference.internal").count()
-    assert nav >= len(TOC) - 1, f"navigation lists {nav} links for {len(TOC)} pages"
-    assert not errors, f"JavaScript errors: {errors}"
-    assert not [u for u in blocked if u.endswith(".js")], f"scripts from the internet: {blocked}"
-    page.screenshot(path=str(SHOTS / path.replace("/", "_").replace(".html", ".png")))
-    page.close()
+def sidebar_toggle_works_on_desktop(page) -> None:
+    side = page.locator("#pst-primary-sidebar")
+    assert side.is_visible(), "the chapter list is not shown on a desktop"
+    toggle = page.locator(".primary-toggle:visible").first
+    toggle.click()
+    page.wait_for_timeout(300)
+    assert not side.is_visible(), "the sidebar toggle does not hide the chapter list"
+    toggle.click()
+    page.wait_for_timeout(300)
+    assert side.is_visible(), "the sidebar toggle does not bring the chapter list back"
+
+
+def chapter_list_one_tap_away(page, shot: str) -> int:
+    page.evaluate("() => window.scrollTo(0, 0)")
+    links = page.locator("#pst-primary-sidebar nav.bd-links a.reference.internal")
+    assert not links.first.is_visible() or not _in_view(page, links.first), \
+        "a phone should see the page, not the chapter list, first"
+    toggles = page.locator(".primary-toggle:visible")
+    assert toggles.count() >= 1, "no visible ☰ on a phone"
+    toggles.first.tap()
+    page.wait_for_timeout(400)
+    shown = [a for a in links.all() if a.is_visible() and _in_view(page, a)]
+    assert len(shown) >= len(TOC) - 1, f"one tap shows {len(shown)} chapter links, expected {len(TOC)}"
+    page.screenshot(path=shot)
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    assert not _in_view(page, links.first), "the chapter list does not close"
+    # the contents (on this page) button opens too, where there is one
+    toc = page.locator(".secondary-toggle:visible")
+    if toc.count() and page.locator("#pst-secondary-sidebar nav a").count():
+        toc.first.tap()
+        page.wait_for_timeout(400)
+        assert _in_view(page, page.locator("#pst-secondary-sidebar nav a").first), \
+            "the contents button does not show this page's sections"
+        page.keyboard.press("Escape")
+    return len(shown)
+
+
+def _in_view(page, loc) -> bool:
+    box = loc.bounding_box()
+    vw = page.viewport_size
+    return box is not None and box["width"] > 0 and 0 <= box["x"] < vw["width"] and \
+        box["x"] + box["width"] <= vw["width"] + 1 and 0 <= box["y"] < vw["height"]
+
+
+def no_sideways_scroll(page) -> None:
+    """Nothing wider than the phone: on a mobile browser an element that overflows widens
+    the layout viewport itself (innerWidth grows), so compare with the device width."""
+    width = page.viewport_size["width"]
+    wide = page.evaluate("() => Math.max(document.documentElement.scrollWidth, window.innerWidth)")
+    culprits = page.evaluate("""(w) => Array.from(document.querySelectorAll('body *')).filter(e => {
+        const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+        return r.right > w + 1 && r.width > 0 && cs.visibility !== 'hidden' && !e.closest('pre, mjx-container');
+      }).slice(0, 4).map(e => e.tagName + '.' + String(e.className.baseVal ?? e.className).slice(0, 40) + ' right=' +
+        Math.round(e.getBoundingClientRect().right))""", width) if wide > width + 1 else []
+    assert wide <= width + 1, f"the page is {wide} px wide on a {width} px phone: {culprits}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_on_desktop(browser, path):
+    v = Visit(browser, path + ".html", DESKTOP)
+    page, name = v.page, path.split("/")[-1]
+    try:
+        total = v.check_clean()
+        check_math(page)
+        check_no_raw_tex(page)
+        outputs = " ".join(page.locator(".cell_output").all_inner_texts())
+        assert "Traceback (most recent call last)" not in outputs
+        assert "nbval" not in page.locator("article").inner_text().lower()
+        check_no_hidden_output(page)
+        check_figures_sharp_and_readable(page)
+        nav = page.locator("nav.bd-links a.reference.internal").count()
+        assert nav >= len(TOC) - 1, f"navigation lists {nav} links for {len(TOC)} pages"
+        if path in NOTEBOOKS:
+            check_navigation_order(page, path)
+            colab = [a.get_attribute("href") for a in
+                     page.locator("a[href*='colab.research.google.com']").all()]
+            assert any(h.endswith(f"/blob/main/{path}.ipynb") for h in colab), colab
+        page.screenshot(path=str(SHOTS / f"{name}-desktop.png"))
+        changed, controls, dead, off = exercise_controls(page, f"{name}-desktop")
+        assert not dead, f"controls that do not change their figure: {dead}"
+        assert not v.errors, f"console errors after moving the controls: {v.errors}"
+        sidebar_toggle_works_on_desktop(page)
+        print(f"\n{path} desktop: {total:,} bytes fetched, {changed}/{controls} controls change a "
+              f"figure ({off} disabled: one position)")
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_on_phone(browser, path):
+    v = Visit(browser, path + ".html", PHONE)
+    page, name = v.page, path.split("/")[-1]
+    try:
+        total = v.check_clean()
+        no_sideways_scroll(page)
+        check_figures_sharp_and_readable(page)
+        page.screenshot(path=str(SHOTS / f"{name}-phone.png"))
+        shown = chapter_list_one_tap_away(page, str(SHOTS / f"{name}-phone-nav.png"))
+        changed, controls, dead, off = exercise_controls(page, f"{name}-phone")
+        assert not dead, f"controls that do not change their figure: {dead}"
+        no_sideways_scroll(page)
+        assert not v.errors, f"console errors after moving the controls: {v.errors}"
+        print(f"\n{path} phone: {total:,} bytes fetched, {changed}/{controls} controls change a "
+              f"figure, one tap shows {shown} chapter links")
+    finally:
+        v.close()
+
+
+def test_whole_book_is_light():
+    _need((HTML / "index.html").exists(), "no built book: run jupyter-book build first")
+    files = [p for p in HTML.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    assert total <= BOOK_BUDGET, f"the built book is {total:,} bytes (budget {BOOK_BUDGET:,})"
+    maps = [str(p.relative_to(HTML)) for p in files if p.suffix == ".map"]
+    assert not maps, f"source maps shipped: {maps[:5]}"

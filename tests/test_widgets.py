@@ -4,6 +4,8 @@ explorers' controls, the training monitor and its animation, and the fallbacks
 """
 import base64
 import importlib
+import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -23,6 +25,7 @@ TGT = torch.tensor([[1, 4, 5, 6], [1, 7, 8, 0]])           # (B=2, T=4)
 SRC_TOK = [list("abcde"), list("fgh")]                      # second example: pads unlabelled
 TGT_TOK = [["<bos>", "x", "y", "z"], ["<bos>", "u", "v"]]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def tiny_model(seed=0):
@@ -37,10 +40,14 @@ def maps():
 
 @pytest.fixture
 def no_warnings():
+    """Fail on warnings raised from d2lmini or the tests, never on a third party's own
+    (e.g. jupyter_client 6.1.12, Colab's, warns that zmq.eventloop.ioloop is deprecated)."""
+    ours = (str(ROOT / "d2lmini"), str(ROOT / "tests"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    assert not [str(w.message) for w in caught]
+    assert not [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
+                if str(w.filename).startswith(ours)]
 
 
 def image(fig, i=0):
@@ -217,14 +224,68 @@ def test_pe_explorer_controls(no_warnings):
     assert base64.b64decode(ex.out.outputs[0]["data"]["image/png"]) == ex.png
 
 
-def test_display_widget_in_kernel_static_png_elsewhere(maps, monkeypatch):
+def payload(html, kind):
+    """The numbers an explorer's HTML output embeds for its JavaScript."""
+    m = re.search(r"window\.d2lfig\." + kind + r"\(root,(.*)\);\}\)\(\);</script>", html, re.S)
+    assert m, f"no {kind} call in the HTML"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def decode(p):
+    """An embedded panel -> (rows, cols) array (weights are kept in thousandths)."""
+    vals = np.array([np.nan if x is None else x for x in p["values"]], dtype=float)
+    return (vals / p.get("scale", 1)).reshape(p["rows"], p["cols"])
+
+
+def test_explorer_html_holds_every_setting_and_the_switch(maps, no_warnings):
+    """The page needs no kernel: every kind x layer x head x example is embedded, each
+    as attention_view decides it, and the script switches between them on input."""
+    ex = d2l.attention_explorer(maps, SRC_TOK, TGT_TOK, kind="cross", head=1, example=1)
+    html = ex._repr_mimebundle_()["text/html"]
+    d = payload(html, "attention")
+    assert d["state"] == {"kind": "cross", "layer": 0, "head": 1, "example": 1}
+    heads = ["all", "mean", 0, 1]
+    expected = {f"{k}|{l}|{h}|{e}" for k in maps for l in range(2) for h in heads for e in range(2)}
+    assert set(d["views"]) == expected                                   # 3 * 2 * 4 * 2 = 48
+    for key, ref in d["views"].items():
+        kind, layer, head, example = key.split("|")
+        head = head if head in ("all", "mean") else int(head)
+        v = W.attention_view(maps, kind, int(layer), head, int(example),
+                             src_tokens=SRC_TOK, tgt_tokens=TGT_TOK)
+        assert ref["title"] == v["title"] and len(ref["panels"]) == len(v["values"])
+        for i, pi in enumerate(ref["panels"]):
+            p = d["panels"][pi]
+            got = decode(p)
+            allowed = v["mask"][i]                                     # masked cells: stored as 0
+            np.testing.assert_allclose(got[allowed], v["values"][i][allowed], atol=6e-4)
+            assert (got[~allowed] == 0).all()
+            assert d["masks"][p["mask"]] == "".join("1" if x else "0" for x in allowed.ravel())
+        assert d["labels"][ref["xlabels"]] == v["xlabels"] and d["labels"][ref["ylabels"]] == v["ylabels"]
+    # the switch: controls for every setting, redrawn on input, in one script
+    for snippet in ('addEventListener("input"', 'addEventListener("change"', 'addEventListener("click"',
+                    "d.views[[st.kind, st.layer, st.head, st.example].join(\"|\")]", "window.d2lfig"):
+        assert snippet in html, snippet
+    assert not re.search(r"src=|url\(|fetch\(|XMLHttpRequest|import\(", html)  # nothing to fetch
+    assert len(html) < 200_000
+
+
+def test_pe_explorer_html(no_warnings):
+    ex = d2l.pe_explorer(d_model=16, num_positions=30, dims=(2, 3), max_d_model=64)
+    d = payload(ex._repr_mimebundle_()["text/html"], "pe")
+    assert d["state"] == {"d_model": 16, "num_positions": 30, "dims": [2, 3]}
+    assert d["max_d_model"] == 64 and len(d["luts"]["pe"]) == 128
+    ex.update(d_model=8)
+    assert payload(ex._repr_mimebundle_()["text/html"], "pe")["state"]["d_model"] == 8
+
+
+def test_display_html_everywhere_png_outside_a_kernel(maps, monkeypatch):
     ex = d2l.attention_explorer(maps, SRC_TOK, TGT_TOK)
     bundle = ex._repr_mimebundle_()                             # pytest: no kernel
-    assert W.WIDGET_VIEW not in bundle and base64.b64decode(bundle["image/png"]) == ex.png
+    assert base64.b64decode(bundle["image/png"]) == ex.png and "d2lfig" in bundle["text/html"]
     monkeypatch.setattr(W, "in_kernel", lambda: True)
-    bundle = ex._repr_mimebundle_()
-    assert bundle[W.WIDGET_VIEW]["model_id"] == ex.widget.model_id
-    assert bundle["text/plain"] == repr(ex) and "image/png" not in bundle
+    bundle = ex._repr_mimebundle_()                             # Jupyter, Colab, the book
+    assert set(bundle) == {"text/plain", "text/html"} and bundle["text/plain"] == repr(ex)
+    assert ex._widget is None                                   # no comm opened for the display
 
 
 def test_widget_creation_failure_falls_back(monkeypatch, no_warnings):
@@ -252,7 +313,7 @@ def test_fallback_without_ipywidgets(without_ipywidgets, maps, monkeypatch, no_w
     monkeypatch.setattr(mod, "in_kernel", lambda: True)         # even inside a kernel
     ex = mod.attention_explorer(maps, SRC_TOK, TGT_TOK, kind="cross", head=0)
     assert ex.widget is None and ex.out is None and ex.controls == {}
-    assert set(ex._repr_mimebundle_()) == {"text/plain", "image/png"}
+    assert set(ex._repr_mimebundle_()) == {"text/plain", "text/html"}
     ex.update(head=1)
     np.testing.assert_allclose(image(ex.figure).data, maps["cross"][0, 0, 1].numpy(), rtol=1e-6)
     assert mod.pe_explorer().png.startswith(PNG_MAGIC)
@@ -296,8 +357,15 @@ def test_monitor_snapshots_and_animation(no_warnings):
     frames = mon.frames()
     assert [s["step"] for s in frames] == [1, 5, 15, 20]          # <= max_frames, ends kept
     html = mon.animation().data                                  # IPython HTML of animation_html()
-    assert len(re.findall(r'frames\[\d+\] = "data:image/png;base64,', html)) == 4
-    assert "<script" in html and len(html) < 1.5e6
+    d = payload(html, "monitor")                                 # numbers, drawn in the page
+    assert [f["step"] for f in d["frames"]] == [1, 5, 15, 20]
+    np.testing.assert_allclose(d["losses"], hist.step_loss[:20], rtol=1e-3)
+    np.testing.assert_allclose(d["smooth"], M._ema(np.array(hist.step_loss[:20])), rtol=1e-3)
+    last = d["panels"][d["frames"][-1]["panels"][0]]
+    np.testing.assert_allclose(decode(last), att[0], atol=6e-4)
+    assert d["mask"] == "".join("1" if x else "0" for x in mon._mask.ravel())
+    assert "font-awesome" not in html and not re.search(r"src=|url\(|fetch\(|XMLHttpRequest", html)
+    assert 'addEventListener("click"' in html and len(html) < 200_000
 
     _train(model, mon, 10)                                       # a second train() continues
     assert [s["step"] for s in mon.snapshots][-3:] == [24, 28, 33]
@@ -355,20 +423,27 @@ def test_notebook_embeds_widget_pictures_and_live_frames(tmp_path):
              "loss = lambda lg, y: F.cross_entropy(lg.transpose(1, 2), y, ignore_index=0)\n"
              "h = d2l.train(m, loss, torch.optim.Adam(m.parameters()), [(src, tgt, tgt)], 4,"
              " callbacks=[mon], progress=False)"]
+    cells.insert(2, "ex = d2l.attention_explorer(d2l.collect_attention(m, src, tgt))\n"
+                    "ex.controls['head'].value = 1\n"
+                    "ex.widget")                                   # the ipywidgets version
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     outs = [o for c in nb.cells for o in c.outputs]
     assert not [o for o in outs if o.output_type == "stream" and o.name == "stderr"]
-    view = nb.cells[1].outputs[0]["data"]
-    assert view["text/plain"].startswith("AttentionExplorer(kind='encoder self'")
+    shown = nb.cells[1].outputs[0]["data"]                         # the explorer: HTML, no widget
+    assert shown["text/plain"].startswith("AttentionExplorer(kind='encoder self'")
+    assert set(shown) == {"text/plain", "text/html"} and "window.d2lfig.attention" in shown["text/html"]
+    view = nb.cells[2].outputs[0]["data"]                          # the live widget path
     state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
     model_id = view["application/vnd.jupyter.widget-view+json"]["model_id"]
     assert state[model_id]["model_name"] == "VBoxModel"
     pictures = [o["data"]["image/png"] for s in state.values() if s["model_name"] == "OutputModel"
                 for o in s["state"]["outputs"]]
     assert len(pictures) == 1 and base64.b64decode(pictures[0]).startswith(PNG_MAGIC)
-    live = nb.cells[2].outputs                                     # one display, updated in place
+    assert any(s["model_name"] == "DropdownModel" and s["state"].get("index") == 3
+               for s in state.values())                          # head 1 set from code
+    live = nb.cells[3].outputs                                     # one display, updated in place
     assert len(live) == 1 and base64.b64decode(live[0]["data"]["image/png"]).startswith(PNG_MAGIC)
 
 

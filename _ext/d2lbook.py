@@ -1,0 +1,279 @@
+"""Sphinx extension that makes the built d2lmini book work offline, light and on a phone.
+
+Not part of the ``d2lmini`` package (readers never need Sphinx): Jupyter Book loads it
+from this folder (``_config.yml``: ``sphinx.local_extensions``).  It
+
+* serves MathJax from the book itself: installed once from the npm registry at build
+  time, and only the files pages load are shipped (loader, core, TeX input, CHTML
+  output without the context menu, woff fonts, the TeX extensions it may autoload).  Without ``npm`` the build still works and
+  MathJax comes from a CDN (an info message says so);
+* loads no widget manager: the book's explorers and animations are plain HTML outputs
+  that need none (``d2lmini.webfig``), and a progress bar saved as a widget is shown
+  as the text it ended with;
+* drops what no page needs (Font Awesome's 1.5 MB script, whose icons the theme's CSS
+  already draws; source maps; duplicate scripts), subsets the icon fonts to the icons
+  the pages show and stores figures as faithful 256-colour PNGs;
+* adds ``_static/d2lbook.css`` / ``d2lbook.js``: working sidebar toggles at every width
+  (sphinx-book-theme 1.3 with pydata-sphinx-theme >= 0.16 renders a second, hidden set
+  of toggles in an extra header bar and binds those), no extra header bar, output lines
+  that wrap instead of scrolling sideways.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from sphinx.util import logging
+
+log = logging.getLogger(__name__)
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGES = ("mathjax@3.2.2",)
+# MathJax files the pages load: its loader, core, TeX input and CHTML output (the
+# tex-chtml bundle minus its 430 KB context menu), the fonts they ask for, and the TeX
+# extensions the autoloader may fetch (\boldsymbol, \cancel, ...).
+MATHJAX_FILES = ("startup.js", "core.js", "input/tex.js", "output/chtml.js",
+                 "output/chtml/fonts/tex.js", "output/chtml/fonts/woff-v2", "input/tex/extensions")
+MATHJAX_LOAD = ["core", "input/tex", "output/chtml"]
+
+
+def _vendor(cache: str) -> str | None:
+    """npm-install PACKAGES into ``cache`` once; return the folder to serve as static."""
+    static = os.path.join(cache, "static")
+    stamp = os.path.join(static, "vendor", ".packages")
+    if os.path.exists(stamp) and open(stamp).read() == " ".join(PACKAGES + MATHJAX_FILES):
+        return static
+    src, out = os.path.join(cache, "node_modules", "mathjax"), os.path.join(static, "vendor")
+    try:  # already installed (an earlier build)?
+        have = json.load(open(os.path.join(src, "package.json")))["version"]
+    except (OSError, ValueError, KeyError):
+        have = None
+    if "mathjax@" + str(have) not in PACKAGES:
+        if shutil.which("npm") is None:
+            return None
+        os.makedirs(cache, exist_ok=True)
+        cmd = ["npm", "install", "--no-save", "--no-audit", "--no-fund", "--ignore-scripts",
+               "--prefix", cache, *PACKAGES]
+        if subprocess.run(cmd, capture_output=True).returncode != 0:
+            return None
+    shutil.rmtree(out, ignore_errors=True)
+    for rel in MATHJAX_FILES:
+        a, b = os.path.join(src, "es5", rel), os.path.join(out, "mathjax", rel)
+        os.makedirs(os.path.dirname(b), exist_ok=True)
+        (shutil.copytree if os.path.isdir(a) else shutil.copy)(a, b)
+    shutil.copy(os.path.join(src, "LICENSE"), os.path.join(out, "mathjax-LICENSE"))
+    with open(stamp, "w") as f:
+        f.write(" ".join(PACKAGES + MATHJAX_FILES))
+    return static
+
+
+def _config_inited(app, config) -> None:
+    config.html_static_path = list(config.html_static_path) + [os.path.join(HERE, "_static")]
+    config.nb_ipywidgets_js = {}  # no widget manager (and no CDN fallback for one)
+    static = _vendor(os.path.join(app.srcdir, "_build", ".vendor"))
+    if static is None:
+        log.info("[d2lbook] npm not available: MathJax loads from a CDN")
+        return
+    config.html_static_path = list(config.html_static_path) + [static]
+    config.mathjax_path = "vendor/mathjax/startup.js"
+    mj = dict(config.mathjax3_config or {})
+    mj["loader"] = {**mj.get("loader", {}), "load": MATHJAX_LOAD}
+    config.mathjax3_config = mj
+
+
+WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>',
+                         re.S)
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+DROP_SCRIPTS = ("scripts/fontawesome.js", "require.js", "embed-amd.js")
+FIG_JS_START = "<script>\n(function () {\nif (window.d2lfig) return;"
+FIG_JS = re.compile(re.escape(FIG_JS_START) + r".*?\n\}\)\(\);\n</script>", re.S)
+
+
+def _text(value: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", value or "")).replace("\xa0", " ")
+
+
+def _widget_as_text(model_id: str, state: dict) -> str:
+    """A saved widget view as static HTML: a tqdm progress bar (HBox of HTML,
+    FloatProgress, HTML) as the line it ended with; anything else as a note."""
+    model = state.get(model_id, {})
+    kids = [state.get(str(c).removeprefix("IPY_MODEL_"), {})
+            for c in model.get("state", {}).get("children", [])]
+    names = [k.get("model_name") for k in kids]
+    if names == ["HTMLModel", "FloatProgressModel", "HTMLModel"]:
+        left, bar, right = (k.get("state", {}) for k in kids)
+        frac = bar.get("value", 0) / (bar.get("max") or 1)
+        n = int(round(10 * max(0.0, min(1.0, frac))))
+        line = f"{_text(left.get('value'))}|{'█' * n}{' ' * (10 - n)}|{_text(right.get('value'))}"
+        return f'<pre class="d2l-progress">{html.escape(line)}</pre>'
+    return ('<p class="d2l-widget-note">(an interactive widget: open the notebook in '
+            'Jupyter or Colab to use it)</p>')
+
+
+def _page_context(app, pagename, templatename, context, doctree) -> None:
+    """Per page: drop repeated and unneeded scripts; widget views -> static text."""
+    # pydata-sphinx-theme leaves the light/dark mode empty under sphinx-book-theme
+    # ("Got invalid theme mode" on every first visit): follow the reader's system
+    context["default_mode"] = context.get("default_mode") or "auto"
+    scripts = context.get("script_files", [])
+    seen, kept, state = set(), [], {}
+    for js in scripts:
+        attrs = getattr(js, "attributes", {}) or {}
+        name = getattr(js, "filename", js) or ""
+        if attrs.get("type") == WIDGET_STATE:
+            try:
+                state = json.loads(attrs.get("body", "{}")).get("state", {})
+            except ValueError:
+                state = {}
+            continue
+        if any(str(name).split("?")[0].endswith(d) for d in DROP_SCRIPTS):
+            continue
+        # sphinx-thebe's config is added twice by Jupyter Book 1: a `const` declared
+        # twice, a JavaScript error on every page
+        key = repr((name, sorted(attrs.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    scripts[:] = kept  # in place: Sphinx holds this very list
+    body = context.get("body")
+    if body and body.count(FIG_JS_START) > 1:
+        # d2lmini.webfig figures each carry the same script (an output must stand alone
+        # in Jupyter and Colab); one copy per page is enough: the first defines it
+        first = body.index(FIG_JS_START)
+        head, tail = body[:first + 1], body[first + 1:]
+        context["body"] = body = head + FIG_JS.sub("", tail)
+    body = context.get("body")
+    if body and "widget-view+json" in body:
+        def repl(m):
+            try:
+                model_id = json.loads(html.unescape(m.group(1)))["model_id"]
+            except (ValueError, KeyError):
+                return ""
+            return _widget_as_text(model_id, state)
+        context["body"] = WIDGET_VIEW.sub(repl, body)
+
+
+MAX_ERROR = 12  # of 255: a palette PNG that drifts further than this is not used
+
+
+def _shrink_pngs(folder: str) -> None:
+    """Figures as 256-colour PNGs: plots have few colours, the picture looks the same
+    (no pixel moves by more than MAX_ERROR; white stays white) and weighs about a third.
+    Kept only where smaller and that faithful; needs Pillow (else skipped)."""
+    try:
+        from PIL import Image, ImageChops
+    except ImportError:
+        return
+    for f in os.listdir(folder) if os.path.isdir(folder) else []:
+        if not f.endswith(".png"):
+            continue
+        path = os.path.join(folder, f)
+        try:
+            with Image.open(path) as im:
+                im.load()
+                info = {k: v for k, v in im.info.items() if k == "dpi"}
+                rgba = im.convert("RGBA")
+            rgb = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")
+            q = rgb.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+            # keep it only if no pixel moved by more than MAX_ERROR of 255 per channel
+            diff = ImageChops.difference(q.convert("RGB"), rgb).getextrema()
+            if max(hi for _, hi in diff) > MAX_ERROR:
+                continue
+            tmp = path + ".tmp"
+            q.save(tmp, format="PNG", optimize=True, **info)
+            if os.path.getsize(tmp) < os.path.getsize(path):
+                os.replace(tmp, path)
+            else:
+                os.remove(tmp)
+        except Exception as e:  # a figure we cannot read stays as it is
+            log.info(f"[d2lbook] {f}: kept as is ({e})")
+
+
+FA_FONTS = (("fa-solid-900", "Font Awesome 6 Free", 900), ("fa-brands-400", "Font Awesome 6 Brands", 400))
+
+
+def _subset_icon_fonts(outdir: str) -> None:
+    """The theme's Font Awesome fonts hold ~2,000 icons (275 KB per page); the book shows
+    about twenty.  Subset them to the icons the pages use (woff, fontTools comes with
+    matplotlib) and declare the subsets last in d2lbook.css, so browsers fetch those."""
+    try:
+        from fontTools import subset
+    except ImportError:
+        return
+    static = os.path.join(outdir, "_static")
+    fonts = os.path.join(static, "vendor", "fontawesome", "webfonts")
+    css_path = os.path.join(static, "styles", "pydata-sphinx-theme.css")
+    if not (os.path.isdir(fonts) and os.path.exists(css_path)):
+        return
+    css = open(css_path, encoding="utf-8").read()
+    used = set()
+    for root, _, files in os.walk(outdir):
+        for f in files:
+            if f.endswith(".html"):
+                text = open(os.path.join(root, f), encoding="utf-8").read()
+                used |= set(re.findall(r"\bfa-([a-z0-9-]+)", text))
+    codes = set()
+    for rule in re.finditer(r"((?:\.fa-[a-z0-9-]+:before,?)+)\{content:\"\\([0-9a-f]+)\"\}", css):
+        names = re.findall(r"\.fa-([a-z0-9-]+):before", rule.group(1))
+        if used & set(names):
+            codes.add(int(rule.group(2), 16))
+    if not codes:
+        return
+    faces = []
+    for name, family, weight in FA_FONTS:
+        ttf = os.path.join(fonts, name + ".ttf")
+        if not os.path.exists(ttf):
+            continue
+        opts = subset.Options()
+        opts.flavor, opts.layout_features = "woff", ["*"]
+        font = subset.load_font(ttf, opts)
+        sub = subset.Subsetter(opts)
+        sub.populate(unicodes=codes)
+        sub.subset(font)
+        subset.save_font(font, os.path.join(static, f"d2l-{name}.woff"), opts)
+        faces.append(f'@font-face{{font-display:block;font-family:"{family}";font-style:normal;'
+                     f'font-weight:{weight};src:url(d2l-{name}.woff) format("woff")}}')
+    with open(os.path.join(static, "d2lbook.css"), "a", encoding="utf-8") as f:
+        f.write("\n/* Font Awesome, subset to the icons the book uses (_ext/d2lbook.py) */\n"
+                + "\n".join(faces) + "\n")
+
+
+def _build_finished(app, exc) -> None:
+    """Lighten the output: palette PNGs, subset icon fonts; delete what no page loads
+    (source maps, the Font Awesome script, TrueType copies of the icon fonts)."""
+    if exc is not None or app.builder.format != "html":
+        return
+    _shrink_pngs(os.path.join(app.outdir, "_images"))
+    _subset_icon_fonts(app.outdir)  # reads the .ttf files deleted below
+    static = os.path.join(app.outdir, "_static")
+    for root, _, files in os.walk(static):
+        for f in files:
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, static).replace(os.sep, "/")
+            if (f.endswith(".map") or rel == "scripts/fontawesome.js"
+                    or (rel.startswith("vendor/fontawesome/") and f.endswith(".ttf"))):
+                os.remove(path)
+    # the theme's templates hard-code the Font Awesome script (and a preload of it)
+    tag = re.compile(r'<(?:script|link)[^>]*scripts/fontawesome\.js[^>]*>(?:</script>)?\n?')
+    for root, _, files in os.walk(app.outdir):
+        for f in files:
+            if f.endswith(".html"):
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                new = tag.sub("", text)
+                if new != text:
+                    with open(path, "w", encoding="utf-8") as fh:
+                        fh.write(new)
+
+
+def setup(app):
+    app.connect("config-inited", _config_inited, priority=400)
+    app.connect("html-page-context", _page_context, priority=900)
+    app.connect("build-finished", _build_finished)
+    app.add_css_file("d2lbook.css")
+    app.add_js_file("d2lbook.js", loading_method="defer")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
