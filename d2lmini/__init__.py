@@ -2,13 +2,16 @@
 Transformer.  One module per concept; every from-scratch piece is tested against torch."""
 from .attention import (AdditiveAttention, MultiHeadAttention, masked_softmax,
                         mha_state_dict_from_torch, scaled_dot_product_attention)
+from .attention import set_fused_attention
 from .data import data_iter, synthetic_data
 from .exercises import check
 from .masks import causal_mask, length_mask, padding_mask
+from .gpt import GPT, KVCache, generate, kv_cache_benchmark, kv_cache_bytes, load_corpus
 from .monitor import TrainingMonitor
 from .norms import BatchNorm, LayerNorm
 from .plot import plot, show_heatmaps
 from .regression import accuracy, cross_entropy, linreg, sgd, softmax, squared_loss
+from .rnn import AttentionGRUDecoder, ConvStack, GRUEncoder, GRUSeq2Seq
 from .schedules import noam_schedule, warmup_cosine_schedule
 from .text import DateTranslation, Vocab, bucket_batches, pad_batch, toy_translation
 from .train import History, train
@@ -18,5 +21,7 @@ from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding, Positi
 from .utils import device, set_seed, show_source
 from .widgets import (AttentionExplorer, AttentionMaps, PEExplorer, attention_explorer,
                       attention_figure, collect_attention, pe_explorer, pe_figure)
+
+from . import ablation  # chapter 9: train one variant on the dates, measure it
 
 __version__ = "0.1.0"

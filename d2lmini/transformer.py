@@ -18,6 +18,32 @@ from .norms import LayerNorm
 from .utils import check_positive_int, check_tensor
 
 
+def _compiling() -> bool:
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling and is_compiling())
+
+
+def check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
+    """Raise if an id in ``tokens`` is outside 0..vocab_size-1.
+
+    On the CPU a direct check, which costs nothing there.  On CUDA and under
+    ``torch.compile`` an assertion that runs on the device: the host never waits for
+    it and the compiled graph has no data-dependent branch, but a failure surfaces
+    later as a device-side assert.  (``d2l.train`` checks each batch on the CPU before
+    moving it, where the error is a clear ``ValueError``.)  Other devices (MPS): direct.
+    """
+    if tokens.device.type != "cuda" and not _compiling():
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= vocab_size:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"token id {bad} is out of range for a vocabulary of size "
+                             f"{vocab_size} (expected 0..{vocab_size - 1})")
+    else:
+        torch._assert_async(((tokens >= 0) & (tokens < vocab_size)).all(),
+                            f"a token id is out of range for a vocabulary of size "
+                            f"{vocab_size} (expected 0..{vocab_size - 1})")
+
+
 class PositionalEncoding(nn.Module):
     """x + PE[:T], PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...).
 
@@ -45,6 +71,57 @@ class PositionalEncoding(nn.Module):
             raise ValueError(f"sequence length T={x.shape[1]} exceeds max_len={max_len} "
                              f"of the positional encoding")
         return self.dropout(x + self.pe[:, : x.shape[1]])
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """x + P[:T] with a trained table P, parameter ``weight`` (max_len, d_model), as in
+    BERT and GPT.  Rows past the longest training input never get a gradient.
+    Initialised N(0, 1/2): the same mean square as the sinusoidal table's entries.
+
+    forward(x (B, T, d_model)) -> same shape.
+    """
+
+    def __init__(self, d_model: int, dropout: float = 0.0, max_len: int = 5000):
+        super().__init__()
+        check_positive_int(d_model, "d_model"), check_positive_int(max_len, "max_len")
+        self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        self.dropout = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.weight, std=math.sqrt(0.5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor(x, "x", ndim=3)
+        max_len, d = self.weight.shape
+        if x.shape[2] != d or x.shape[1] > max_len:
+            raise ValueError(f"expected (B, T <= max_len={max_len}, d_model={d}), "
+                             f"got shape {tuple(x.shape)}")
+        return self.dropout(x + self.weight[: x.shape[1]])
+
+
+class ConcatPositionalEncoding(PositionalEncoding):
+    """Concatenate instead of add: [x, PE[:T]], the sinusoidal table of width ``d_pos``.
+
+    forward(x (B, T, d_model - d_pos)) -> (B, T, d_model); buffer ``pe`` (1, max_len, d_pos).
+    """
+
+    def __init__(self, d_model: int, d_pos: int, dropout: float = 0.0, max_len: int = 5000):
+        if not 0 < d_pos < d_model:
+            raise ValueError(f"d_pos must be in 1..d_model-1 = {d_model - 1}, got {d_pos}")
+        super().__init__(d_pos, dropout, max_len)
+        self.d_model = d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor(x, "x", ndim=3)
+        (_, max_len, d_pos), (B, T, d_tok) = self.pe.shape, x.shape
+        if d_tok != self.d_model - d_pos or T > max_len:
+            raise ValueError(f"expected (B, T <= max_len={max_len}, d_model - d_pos="
+                             f"{self.d_model - d_pos}), got shape {tuple(x.shape)}")
+        return self.dropout(torch.cat([x, self.pe[:, :T].expand(B, T, d_pos)], dim=-1))
+
+
+POS_ENCODINGS = ("sinusoidal", "learned", "concat", "none")
 
 
 class PositionWiseFFN(nn.Module):
@@ -80,8 +157,9 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = PositionWiseFFN(d_model, d_ff, dropout)
-        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        # d_ff = 0: no FFN sub-layer at all (an ablation, chapter 9); ffn and norm2 are None
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
+        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model) if d_ff else None
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _sa(self, x, mask):
@@ -90,9 +168,9 @@ class EncoderBlock(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.norm_first:
             x = x + self._sa(self.norm1(x), mask)
-            return x + self.dropout2(self.ffn(self.norm2(x)))
+            return x if self.ffn is None else x + self.dropout2(self.ffn(self.norm2(x)))
         x = self.norm1(x + self._sa(x, mask))
-        return self.norm2(x + self.dropout2(self.ffn(x)))
+        return x if self.ffn is None else self.norm2(x + self.dropout2(self.ffn(x)))
 
 
 class DecoderBlock(nn.Module):
@@ -108,8 +186,9 @@ class DecoderBlock(nn.Module):
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = PositionWiseFFN(d_model, d_ff, dropout)
-        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None   # d_ff = 0: none
+        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.norm3 = LayerNorm(d_model) if d_ff else None
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
@@ -119,20 +198,34 @@ class DecoderBlock(nn.Module):
         if self.norm_first:
             x = x + sa(self.norm1(x))
             x = x + ca(self.norm2(x))
-            return x + ff(self.norm3(x))
+            return x if self.ffn is None else x + ff(self.norm3(x))
         x = self.norm1(x + sa(x))
         x = self.norm2(x + ca(x))
-        return self.norm3(x + ff(x))
+        return x if self.ffn is None else self.norm3(x + ff(x))
 
 
 class _Stack(nn.Module):
-    """Token embedding * sqrt(d_model) + positional encoding, then N blocks."""
+    """Token embedding * sqrt(d_model) + positional encoding, then N blocks.
 
-    def __init__(self, block, vocab_size, d_model, num_layers, dropout, norm_first, max_len):
+    Ablations (chapter 9): ``pos_encoding`` "learned" (a trained table), "concat" (a
+    d_model/2 embedding beside a d_model/2 sinusoidal PE) or "none";
+    ``scale_embedding=False`` drops the sqrt(d_model) factor.
+    """
+
+    def __init__(self, block, vocab_size, d_model, num_layers, dropout, norm_first, max_len,
+                 pos_encoding="sinusoidal", scale_embedding=True):
         super().__init__()
+        if pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"pos_encoding must be one of {POS_ENCODINGS}, got {pos_encoding!r}")
         self.d_model, self.vocab_size = d_model, vocab_size
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        self.pos_encoding = PositionalEncoding(d_model, dropout, max_len)
+        self.scale = math.sqrt(d_model) if scale_embedding else 1.0
+        d_tok = d_model - d_model // 2 if pos_encoding == "concat" else d_model
+        self.embedding = nn.Embedding(vocab_size, d_tok)
+        self.pos_encoding = {
+            "sinusoidal": lambda: PositionalEncoding(d_model, dropout, max_len),
+            "learned": lambda: LearnedPositionalEncoding(d_model, dropout, max_len),
+            "concat": lambda: ConcatPositionalEncoding(d_model, d_model // 2, dropout, max_len),
+            "none": lambda: nn.Dropout(dropout)}[pos_encoding]()
         self.blocks = nn.ModuleList(block() for _ in range(num_layers))
         # pre-norm leaves the residual stream un-normalised: add a final LayerNorm
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
@@ -143,12 +236,8 @@ class _Stack(nn.Module):
             raise TypeError(f"tokens must hold integer ids, got {tokens.dtype}")
         if tokens.shape[0] == 0 or tokens.shape[1] == 0:
             raise ValueError(f"empty batch: tokens of shape {tuple(tokens.shape)}")
-        lo, hi = int(tokens.min()), int(tokens.max())
-        if lo < 0 or hi >= self.vocab_size:
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"token id {bad} is out of range for a vocabulary of size "
-                             f"{self.vocab_size} (expected 0..{self.vocab_size - 1})")
-        return self.pos_encoding(self.embedding(tokens) * math.sqrt(self.d_model))
+        check_token_ids(tokens, self.vocab_size)
+        return self.pos_encoding(self.embedding(tokens) * self.scale)
 
 
 class Encoder(_Stack):
@@ -172,22 +261,33 @@ class Transformer(nn.Module):
 
     Builds the masks itself: source padding for the encoder and for cross-attention,
     target padding AND causal for the decoder's self-attention.
+    Ablation switches (chapter 9; the defaults are the paper's model): ``d_ff=0`` (no
+    FFN sub-layer), ``pos_encoding`` ("sinusoidal", "learned", "concat", "none") and
+    ``scale_embedding`` (multiply the embeddings by sqrt(d_model)).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512,
                  num_heads: int = 8, num_layers: int = 6, d_ff: int = 2048,
                  dropout: float = 0.1, norm_first: bool = False, pad_id: int = 0,
-                 max_len: int = 5000):
+                 max_len: int = 5000, pos_encoding: str = "sinusoidal",
+                 scale_embedding: bool = True):
         super().__init__()
+        if not isinstance(d_ff, int) or d_ff < 0:
+            raise ValueError(f"d_ff must be an int >= 0 (0: no FFN), got {d_ff!r}")
         self.pad_id = pad_id
         enc = lambda: EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
         dec = lambda: DecoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
-        self.encoder = Encoder(enc, src_vocab_size, d_model, num_layers, dropout, norm_first, max_len)
-        self.decoder = Decoder(dec, tgt_vocab_size, d_model, num_layers, dropout, norm_first, max_len)
+        stack = dict(dropout=dropout, norm_first=norm_first, max_len=max_len,
+                     pos_encoding=pos_encoding, scale_embedding=scale_embedding)
+        self.encoder = Encoder(enc, src_vocab_size, d_model, num_layers, **stack)
+        self.decoder = Decoder(dec, tgt_vocab_size, d_model, num_layers, **stack)
         self.generator = nn.Linear(d_model, tgt_vocab_size)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
+        for m in self.modules():                  # a learned position table keeps its own init
+            if isinstance(m, LearnedPositionalEncoding):
+                m.reset_parameters()
 
     def encode(self, src: torch.Tensor):
         """src (B, S) -> (memory (B, S, d_model), src_mask (B, 1, 1, S))"""
@@ -205,6 +305,12 @@ class Transformer(nn.Module):
             raise ValueError(f"src and tgt batch sizes differ: {src.shape[0]} vs {tgt.shape[0]}")
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
+
+    def check_inputs(self, src: torch.Tensor, tgt: torch.Tensor) -> None:
+        """Check the token ids of a batch, e.g. on the CPU before it moves to a GPU
+        (``d2l.train`` does this), where a bad id gets a clear error."""
+        check_token_ids(src, self.encoder.vocab_size)
+        check_token_ids(tgt, self.decoder.vocab_size)
 
 
 @torch.no_grad()
@@ -265,9 +371,14 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     V = logits.shape[-1]
     keep = target != ignore_index                                   # (...)
     y = target.masked_fill(~keep, 0)
-    if keep.any() and (int(y[keep].min()) < 0 or int(y[keep].max()) >= V):
-        raise ValueError(f"target ids must be in 0..{V - 1} (or ignore_index={ignore_index}), "
-                         f"got {int(target[keep].min())}..{int(target[keep].max())}")
+    bad = keep & ((target < 0) | (target >= V))
+    if target.device.type != "cuda" and not _compiling():
+        if bad.any():
+            raise ValueError(f"target ids must be in 0..{V - 1} (or ignore_index={ignore_index}), "
+                             f"got {int(target[keep].min())}..{int(target[keep].max())}")
+    else:  # checked on the device: no host sync per step (see check_token_ids)
+        torch._assert_async(~bad.any(), f"target ids must be in 0..{V - 1} "
+                                        f"(or ignore_index={ignore_index})")
     logp = F.log_softmax(logits.float(), dim=-1)                     # (..., V)
     nll = -logp.gather(-1, y[..., None]).squeeze(-1)                 # -log p_y
     uniform = -logp.mean(dim=-1)                                     # mean_c -log p_c

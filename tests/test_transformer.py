@@ -9,14 +9,6 @@ from torch import nn
 import d2lmini as d2l
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models train faster on one thread, and do not stall on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def tiny(norm_first=False, V_src=12, V_tgt=10, **kw):
     torch.manual_seed(0)

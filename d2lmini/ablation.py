@@ -1,0 +1,187 @@
+"""Ablations on the date task (chapter 9): train one configuration for a fixed number
+of steps and measure it on held-out dates.
+
+    data = DateData()                                  # 20,000 train / 1,000 test dates
+    r = train_dates(data, steps=300, seed=0, d_ff=0)   # a model without FFN
+    r["exact_match"], r["loss"], r["ece"]
+
+Exact match is computed from one teacher-forced pass: greedy decoding writes the target
+exactly when the argmax is right at every position (the first wrong argmax would be
+met with a correct prefix), so no decoding loop is needed.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+import torch
+
+from .attention import set_fused_attention
+from .schedules import warmup_cosine_schedule
+from .text import DateTranslation, bucket_batches, pad_batch
+from .transformer import Transformer, label_smoothing_cross_entropy
+from .utils import check_positive_int, set_seed
+
+__all__ = ["DateData", "train_dates", "evaluate", "predictions", "expected_calibration_error", "summarize"]
+
+
+class DateData:
+    """Train and held-out date tensors, optionally shifted right by leading spaces.
+
+    ``DateData(n_train, n_test, seed, shift=(lo, hi))``: every training source gets
+    ``k`` leading spaces, ``k`` drawn uniformly from ``lo..hi``; the test set is not
+    shifted.  ``shifted("test", lo, hi)`` gives the test set with leading spaces: the
+    same dates, written further to the right (longer inputs).
+    Attributes ``src_vocab``, ``tgt_vocab``, ``train`` and ``test``: tuples
+    (src (n, S), tgt_in (n, 11), tgt_out (n, 11)).
+    """
+
+    def __init__(self, n_train: int = 20000, n_test: int = 1000, seed: int = 0,
+                 shift: tuple[int, int] = (0, 0)):
+        train = DateTranslation(n_train, seed=seed)
+        test = DateTranslation(n_test, seed=seed + 1, exclude=train)
+        self.src_vocab, self.tgt_vocab = train.src_vocab, train.tgt_vocab
+        self.pairs = {"train": train.pairs, "test": test.pairs}
+        self.train = self.shifted("train", *shift, seed=seed)
+        self.test = self.shifted("test", 0, 0)
+
+    def shifted(self, split: str, lo: int, hi: int, seed: int = 0):
+        """(src, tgt_in, tgt_out) of ``split`` with lo..hi leading spaces per source"""
+        if not 0 <= lo <= hi:
+            raise ValueError(f"a shift range must be 0 <= lo <= hi, got lo={lo}, hi={hi}")
+        if split not in self.pairs:
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        rng = random.Random(seed)
+        pairs = self.pairs[split]
+        src = pad_batch([self.src_vocab.encode(" " * rng.randint(lo, hi) + s) for s, _ in pairs])
+        tgt = pad_batch([self.tgt_vocab.encode(t, bos=True, eos=True) for _, t in pairs])
+        return src, tgt[:, :-1], tgt[:, 1:]
+
+    def source_lengths(self, split: str = "train") -> torch.Tensor:
+        """(n,) number of real (non-pad) characters of each source"""
+        return (getattr(self, split)[0] != self.src_vocab.pad_id).sum(1)
+
+
+def expected_calibration_error(confidence: torch.Tensor, correct: torch.Tensor,
+                               bins: int = 10) -> float:
+    """ECE = sum_b (n_b / n) |accuracy_b - mean confidence_b| over equal-width bins of
+    confidence in [0, 1].  confidence (n,) floats, correct (n,) bools."""
+    check_positive_int(bins, "bins")
+    if confidence.shape != correct.shape or confidence.dim() != 1 or len(confidence) == 0:
+        raise ValueError(f"expected confidence and correct of the same shape (n,), n > 0, got "
+                         f"{tuple(confidence.shape)} and {tuple(correct.shape)}")
+    conf, corr = confidence.double(), correct.double()
+    which = (conf * bins).long().clamp(0, bins - 1)                    # bin of each sample
+    n = torch.zeros(bins, dtype=torch.float64).index_add_(0, which, torch.ones_like(conf))
+    gap = (torch.zeros(bins, dtype=torch.float64).index_add_(0, which, corr - conf)).abs()
+    return float(gap.sum() / n.sum())
+
+
+@torch.no_grad()
+def predictions(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
+                tgt_out: torch.Tensor, batch_size: int = 500):
+    """One teacher-forced pass in eval mode over a data set, in batches.
+
+    Returns (confidence (n,), correct (n,) bool, nll (n,), seq_ok (N,) bool) for the n
+    real (non-pad) target tokens of the N sequences: the largest probability, whether
+    the argmax is the target, -log p(target), and whether every token of a sequence is
+    right (= greedy decoding writes it exactly).
+    """
+    was_training = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    confs, oks, nlls, seq_ok = [], [], [], []
+    for i in range(0, len(src), batch_size):
+        s, ti, to = (t[i:i + batch_size].to(dev) for t in (src, tgt_in, tgt_out))
+        logp = model(s, ti).float().log_softmax(-1)                   # (b, T, V)
+        keep = to != model.pad_id
+        conf, pred = logp.exp().max(-1)                                # (b, T)
+        ok = pred == to
+        seq_ok.append((ok | ~keep).all(1))
+        nll = -logp.gather(-1, to[..., None]).squeeze(-1)
+        confs.append(conf[keep]), oks.append(ok[keep]), nlls.append(nll[keep])
+    model.train(was_training)
+    return tuple(torch.cat(v).cpu() for v in (confs, oks, nlls, seq_ok))
+
+
+def evaluate(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
+             tgt_out: torch.Tensor) -> dict[str, float]:
+    """Held-out metrics of an encoder-decoder model from one teacher-forced pass.
+
+    exact_match: share of sequences whose every target token (with <eos>) is the argmax;
+    loss: plain cross-entropy per target token (no smoothing); token_accuracy;
+    ece: expected calibration error of the per-token confidence (max probability);
+    conf_wrong: mean confidence of the wrong tokens (nan if there are none);
+    conf_right: mean confidence of the right ones.
+    """
+    conf, ok, nll, seq_ok = predictions(model, src, tgt_in, tgt_out)
+    return {"exact_match": seq_ok.float().mean().item(),
+            "loss": nll.mean().item(),
+            "token_accuracy": ok.float().mean().item(),
+            "ece": expected_calibration_error(conf, ok),
+            "conf_wrong": conf[~ok].mean().item() if (~ok).any() else float("nan"),
+            "conf_right": conf[ok].mean().item() if ok.any() else float("nan")}
+
+
+def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: float = 0.1,
+                lr: float = 5e-3, warmup: int = 30, batch_size: int = 64, device=None,
+                d_model: int = 32, num_heads: int = 4, num_layers: int = 1, d_ff: int = 128,
+                **model_kw) -> dict:
+    """Train ``Transformer(d_model, num_heads, num_layers, d_ff, **model_kw)`` on
+    ``data.train`` for ``steps`` Adam steps (warm-up then cosine decay, label smoothing
+    ``smoothing``), then :func:`evaluate` it on ``data.test``.
+
+    Same ``seed``, same initial weights (for the same architecture) and same batches.
+    Returns evaluate's metrics plus ``params``, ``seconds``, ``step_loss`` (the training
+    loss of every step), ``final_train_loss`` (its mean over the last 10% of steps) and
+    the trained ``model``.  ``warmup=0``: full rate at once.
+    """
+    check_positive_int(steps, "steps")
+    if not 0 <= warmup <= steps:
+        raise ValueError(f"warmup must be in 0..steps={steps}, got {warmup}")
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    set_seed(seed)
+    kw = dict(d_model=d_model, num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
+              dropout=0.0, max_len=64)
+    kw.update(model_kw)
+    model = Transformer(len(data.src_vocab), len(data.tgt_vocab), **kw).to(dev)
+    set_fused_attention(model, True)           # faster; nobody reads the weights while training
+    fused = True if dev.type in ("cpu", "cuda") else None   # one kernel for all parameters
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+    # warmup 0 or 1: full rate from the first step
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine_schedule(max(warmup, 1), steps))
+    gen = torch.Generator().manual_seed(seed)
+    pad = data.tgt_vocab.pad_id
+    step, losses = 0, []
+    start = time.perf_counter()
+    model.train()
+    while step < steps:
+        for src, tgt_in, tgt_out in bucket_batches(*data.train, batch_size, generator=gen):
+            src, tgt_in, tgt_out = src.to(dev), tgt_in.to(dev), tgt_out.to(dev)
+            loss = label_smoothing_cross_entropy(model(src, tgt_in), tgt_out, smoothing,
+                                                 ignore_index=pad)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            step += 1
+            losses.append(loss.detach())                    # no host sync per step
+            if step >= steps:
+                break
+    seconds = time.perf_counter() - start
+    set_fused_attention(model, False)          # the returned model keeps attention weights again
+    result = evaluate(model, *data.test)
+    step_loss = torch.stack(losses).cpu()
+    result.update(params=sum(p.numel() for p in model.parameters()), seconds=seconds,
+                  final_train_loss=step_loss[-max(1, steps // 10):].mean().item(),
+                  step_loss=step_loss.tolist(), model=model)
+    return result
+
+
+def summarize(results: list[dict], key: str = "exact_match") -> tuple[float, float, float]:
+    """(mean, min, max) of ``key`` over runs (e.g. several seeds)."""
+    vals = [r[key] for r in results]
+    if not vals:
+        raise ValueError("no results to summarize")
+    return statistics.fmean(vals), min(vals), max(vals)
