@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 
+from docutils import nodes
 from sphinx.util import logging
 
 log = logging.getLogger(__name__)
@@ -270,8 +271,18 @@ def _build_finished(app, exc) -> None:
                         fh.write(new)
 
 
+def _drop_test_tags(app, doctree) -> None:
+    """myst-nb turns every cell tag into a CSS class (``tag_<name>``); the tags that tell
+    the tests which outputs to compare are no business of the reader's page."""
+    for node in doctree.findall(nodes.Element):
+        classes = node.get("classes", [])
+        if any(c.startswith("tag_nbval") for c in classes):
+            node["classes"] = [c for c in classes if not c.startswith("tag_nbval")]
+
+
 def setup(app):
     app.connect("config-inited", _config_inited, priority=400)
+    app.connect("doctree-read", _drop_test_tags)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _build_finished)
     app.add_css_file("d2lbook.css")

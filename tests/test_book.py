@@ -118,3 +118,28 @@ def test_chapter_has_figures_and_stays_small(nb):
     assert pngs, "a chapter without a single figure"
     size = len(nbformat.writes(nb))
     assert size < 5_000_000, f"notebook is {size / 1e6:.1f} MB"
+
+
+def test_why_index_quotes_only_compared_claims():
+    """Every result quoted in the why index (in `backticks`, "..." standing for omitted
+    text) is printed by a cell whose output pytest compares: the index cannot drift
+    from what the chapters measure."""
+    norm = lambda t: re.sub(r"\s+", " ", t)
+    printed = []
+    for path in CHAPTERS:
+        for c in code_cells(nbformat.read(path, as_version=4)):
+            if CHECK in tags(c):
+                printed += [o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                            for o in c.outputs]
+    printed = norm("\n".join(printed))
+    rows = [l for l in (ROOT / "chapters" / "appendix_why.md").read_text().splitlines()
+            if re.match(r"\| *\d+ *\|", l)]
+    assert len(rows) == 25, f"the notes ask 25 whys, the index has {len(rows)} rows"
+    for row in rows:
+        cells = re.split(r"(?<!\\)\|", row.rstrip(" |"))   # an escaped pipe is no column
+        answer = re.sub(r"\{(ref|doc)\}`[^`]*`", "", cells[-1]).replace("\\|", "|")
+        quotes = re.findall(r"`([^`]+)`", answer)
+        assert quotes, f"row without a quoted result: {row[:80]}"
+        for q in quotes:
+            pattern = ".*?".join(re.escape(norm(part)) for part in q.split("..."))
+            assert re.search(pattern, printed), f"not printed by a compared cell: {q!r}"
