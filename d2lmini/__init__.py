@@ -6,6 +6,7 @@ from .attention import set_fused_attention
 from .data import data_iter, synthetic_data
 from .exercises import check
 from .masks import causal_mask, length_mask, padding_mask
+from .maps import AttentionMaps, collect_attention
 from .gpt import GPT, KVCache, generate, kv_cache_benchmark, kv_cache_bytes, load_corpus
 from .monitor import TrainingMonitor
 from .norms import BatchNorm, LayerNorm
@@ -19,8 +20,8 @@ from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding, Positi
                           Transformer, greedy_decode, label_smoothing_cross_entropy,
                           state_dict_from_torch)
 from .utils import device, set_seed, show_source
-from .widgets import (AttentionExplorer, AttentionMaps, PEExplorer, attention_explorer,
-                      attention_figure, collect_attention, pe_explorer, pe_figure)
+from .widgets import (AttentionExplorer, PEExplorer, attention_explorer, attention_figure,
+                      pe_explorer, pe_figure)
 
 from . import ablation  # chapter 9: train one variant on the dates, measure it
 

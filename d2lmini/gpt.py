@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .maps import AttentionMaps
 from .masks import causal_mask
 from .norms import LayerNorm
 from .transformer import PositionalEncoding, PositionWiseFFN, _compiling, check_token_ids
@@ -207,8 +208,6 @@ class GPT(nn.Module):
         """Self-attention weights of every block and head for ``tokens`` (B, T), for the
         book's attention explorer -> ``AttentionMaps`` {"self": (L, B, h, T, T)}, with
         masks False on future keys, pad keys and pad queries.  Runs in eval mode."""
-        from .widgets import AttentionMaps
-
         was_training = self.training
         fused = [(b.self_attn, b.self_attn.fast) for b in self.blocks]
         self.eval()

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 
 from . import webfig
 from .utils import check_positive_int
-from .widgets import _labels, _select, as_attention_maps, collect_attention, figure_png, in_kernel
+from .maps import as_attention_maps, collect_attention
+from .widgets import _labels, _select, figure_png, in_kernel
 
 
 def _ema(x: np.ndarray) -> np.ndarray:
