@@ -4,7 +4,8 @@ from .attention import (AdditiveAttention, MultiHeadAttention, masked_softmax,
                         mha_state_dict_from_torch, scaled_dot_product_attention)
 from .attention import set_fused_attention
 from .data import data_iter, synthetic_data
-from .exercises import check
+from .exercises import check, exercise
+from .claims import claim
 from .masks import causal_mask, length_mask, padding_mask
 from .maps import AttentionMaps, collect_attention
 from .gpt import GPT, KVCache, generate, kv_cache_benchmark, kv_cache_bytes, load_corpus

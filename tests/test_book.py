@@ -143,3 +143,150 @@ def test_why_index_quotes_only_compared_claims():
         for q in quotes:
             pattern = ".*?".join(re.escape(norm(part)) for part in q.split("..."))
             assert re.search(pattern, printed), f"not printed by a compared cell: {q!r}"
+
+
+# ------------------------------------------------------------------ what a reader reads
+def outputs_text(cell) -> str:
+    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for o in cell.get("outputs", []))
+
+
+def printed_lines(nb) -> list[str]:
+    return [l for c in code_cells(nb) for o in c.outputs if o.output_type == "stream"
+            for l in o.text.splitlines() if l.strip()]
+
+
+def test_claims_show_numbers_not_bare_verdicts(nb):
+    """At most 10 % of the printed lines end in a bare True/False: a claim shows its
+    quantity and margin (d2l.claim), a bare verdict is for genuine yes/no facts."""
+    lines = printed_lines(nb)
+    bare = [l for l in lines if l.rstrip().endswith(("True", "False"))]
+    assert len(bare) <= 0.10 * len(lines), (
+        f"{len(bare)} of {len(lines)} printed lines end in True/False, e.g. {bare[:3]}")
+
+
+TEST_TALK = re.compile(r"\bnbval\b|\bpytest\b|\.ci/|\bCI\b|\bchecked\b|not measured|"
+                       r"tried while writing|cell tag|\bthe book's tests\b|compared cells?",
+                       re.I)
+MD_PAGES = sorted((ROOT / "chapters").glob("*.md")) + [ROOT / "intro.md"]
+
+
+def test_no_test_talk_where_a_reader_looks(nb):
+    """Readers see the subject: no CI, test-runner, tag or 'checked' talk in prose,
+    code or outputs."""
+    for c in nb.cells:
+        text = c.source + ("" if c.cell_type != "code" else outputs_text(c))
+        hit = TEST_TALK.search(text)
+        assert not hit, f"{hit.group(0)!r} in a cell a reader sees: {c.source[:80]!r}"
+
+
+@pytest.mark.parametrize("page", MD_PAGES, ids=[p.name for p in MD_PAGES])
+def test_no_test_talk_in_pages(page):
+    hit = TEST_TALK.search(page.read_text())
+    assert not hit, f"{hit.group(0)!r} in {page.name}"
+
+
+# A number quoted from a measurement: a decimal, a percentage or a factor.
+MEASURED = re.compile(r"(?<![\w.])\d[\d,]*\.\d+(?![\w.])|(?<![\w.])\d[\d,.]*\s?%|"
+                      r"(?<![\w.])\d[\d,.]*\s?×")
+# Numbers that are names, not measurements: section numbers, versions.
+NAMED = re.compile(r"(?:§|[Ss]ections?|[Cc]hapters?|[Ff]igures?|[Ee]xercises?|Python|"
+                   r"version|torch|transformers|ipywidgets|IPython|numpy|Jupyter Book)"
+                   r"\s*(?:\d+(?:\.\d+)*(?:,\s*|\s*(?:and|to|–|-)\s*)?)+|^#+ \d+(?:\.\d+)*",
+                   re.M)
+
+
+def _prose_and_quotes(md: str) -> tuple[str, list[str]]:
+    """Markdown -> (prose without math, code, roles and links; the `quotes`)."""
+    md = re.sub(r"```.*?```", " ", md, flags=re.S)                    # code blocks
+    md = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", md, flags=re.S)      # math
+    md = re.sub(r"\{\w+\}`[^`]*`", " ", md)                           # {ref}`...` roles
+    quotes = re.findall(r"`([^`]+)`", md)
+    md = re.sub(r"`[^`]+`", " ", md)
+    md = re.sub(r"\]\([^)]*\)|<[^>]+>", " ", md)                      # link targets, tags
+    return NAMED.sub(" ", md), quotes
+
+
+def _found(quote: str, haystack: str) -> bool:
+    norm = lambda t: re.sub(r"\s+", " ", t)
+    pattern = ".*?".join(re.escape(norm(part).strip()) for part in quote.split("..."))
+    return re.search(pattern, haystack) is not None
+
+
+def test_numbers_in_prose_are_quoted_from_outputs(nb):
+    """A measured number in prose (a decimal, a percentage, a factor) is quoted in
+    backticks, and every backticked quote holding one appears in the chapter's outputs
+    (or code, for settings such as `lr=0.1`): prose cannot drift from what the chapter
+    prints.  Formulas go in $...$."""
+    outputs = re.sub(r"\s+", " ", "\n".join(outputs_text(c) for c in code_cells(nb)))
+    sources = re.sub(r"\s+", " ", "\n".join(c.source for c in code_cells(nb)))
+    for c in nb.cells:
+        if c.cell_type != "markdown":
+            continue
+        prose, quotes = _prose_and_quotes(c.source)
+        loose = MEASURED.findall(prose)
+        assert not loose, (f"measured numbers {loose} in prose outside backticks/math "
+                           f"(quote the output they come from): {c.source[:100]!r}")
+        for q in quotes:
+            if MEASURED.search(q):
+                assert _found(q, outputs) or _found(q, sources), \
+                    f"`{q}` appears in no output or code of the chapter"
+
+
+# ------------------------------------------------------------------ exercises
+def exercise_calls(cell) -> list[str]:
+    return re.findall(r"""d2l\.exercise\(\s*["']([\w.-]+)["']""", cell.source)
+
+
+def test_exercises_are_built_checked_and_hidden(nb):
+    """≥ 3 exercises, ≥ 1 where the reader builds a function or module; each exercise
+    cell says "no answer yet" until solved and is followed by its solution, hidden with
+    its output in the book and compared (✓)."""
+    from d2lmini.exercises import registry
+    cells = code_cells(nb)
+    names = []
+    for i, c in enumerate(cells):
+        if "hide-cell" in tags(c) or not exercise_calls(c):
+            continue
+        out = outputs_text(c)
+        assert "✓" not in out and out.count("no answer yet") == len(exercise_calls(c)), \
+            f"an unsolved exercise cell must print 'no answer yet': {c.source[:80]!r}"
+        sol = cells[i + 1] if i + 1 < len(cells) else None
+        assert sol is not None and {"hide-cell", CHECK} <= set(tags(sol)), \
+            f"the cell after an exercise is its solution, tagged hide-cell and {CHECK}"
+        assert set(exercise_calls(sol)) == set(exercise_calls(c))
+        assert outputs_text(sol).count("✓") >= len(exercise_calls(c)) and \
+            "✗" not in outputs_text(sol)
+        names += exercise_calls(c)
+    known = registry()
+    assert all(n in known for n in names), f"unknown exercises: {set(names) - set(known)}"
+    assert len(names) >= 3, f"{len(names)} exercises (want >= 3)"
+    assert any(known[n].build for n in names), "no exercise where the reader builds something"
+    for c in cells:    # no answer printed before the reader solves it
+        if "hide-cell" not in tags(c):
+            assert "✓" not in outputs_text(c) or not exercise_calls(c)
+
+
+def test_every_registered_exercise_is_in_a_chapter():
+    from d2lmini.exercises import registry
+    used = {n for p in CHAPTERS for c in code_cells(nbformat.read(p, as_version=4))
+            for n in exercise_calls(c)}
+    missing = sorted(n for n in registry() if n not in used and not n.startswith("_"))
+    assert not missing, f"registered exercises no chapter uses: {missing}"
+
+
+# ------------------------------------------------------------------ figures and code width
+def test_figures_have_captions_and_alt_text(nb):
+    """Every figure is numbered and captioned in the book and has real alt text."""
+    for c in code_cells(nb):
+        if any(k in o.get("data", {}) for o in c.outputs for k in ("image/png", "image/svg+xml")):
+            meta = c.metadata.get("mystnb", {})
+            caption = meta.get("figure", {}).get("caption", "")
+            alt = meta.get("image", {}).get("alt", "")
+            assert caption and meta["figure"].get("name"), f"figure without caption: {c.source[:80]!r}"
+            assert len(alt) > 15 and "/" not in alt.split()[0], f"weak alt text {alt!r}"
+
+
+def test_code_fits_88_columns(nb):
+    long = [l for c in code_cells(nb) for l in c.source.splitlines() if len(l) > 88]
+    assert not long, f"{len(long)} code lines longer than 88 columns, e.g. {long[0]!r}"

@@ -64,3 +64,106 @@ def test_verdict_shows_nothing_at_the_end_of_a_cell():
     data, _ = DisplayFormatter().format(d2l.check("x", 1, 1))
     assert data == {}
     assert bool(d2l.check("x", 1, 1)) and not d2l.check("x", 1, 2)
+
+
+def test_a_tensor_matches_a_list_and_dicts_compare_by_value(capsys):
+    assert d2l.check("ids", torch.tensor([1, 2, 3]), [1, 2, 3])
+    assert d2l.check("config", {"a": 1, "b": [1.0, 2.0]}, {"a": 1, "b": [1, 2]})
+    assert not d2l.check("config", {"a": 1}, {"a": 2})
+    assert not d2l.check("config", {"a": 1}, {"b": 1})
+    out = capsys.readouterr().out.splitlines()
+    assert "at key 'a'" in out[2] and "expected the keys ['b']" in out[3]
+
+
+def test_check_reports_and_never_raises_on_numpy(capsys):
+    import numpy as np
+    assert not d2l.check("flag", np.array([True, False]), True)
+    assert d2l.check("flag", np.array(True), True)
+    assert not d2l.check("flag", 1, True)           # a bool question wants a bool
+    assert d2l.check("values", np.array([1.0, 2.0]), torch.tensor([1.0, 2.0]))
+    assert not d2l.check("values", object(), torch.tensor([1.0, 2.0]))
+    out = capsys.readouterr().out
+    assert out.count("✗") == 3
+
+
+# ------------------------------------------------------------------ d2l.exercise
+from d2lmini.exercises import core as ex_core  # noqa: E402
+
+
+@pytest.fixture
+def double_exercise():
+    """A throw-away exercise: write f(x) = 2 x for tensors of any shape and dtype."""
+    @ex_core.register("_double", "doubling", chapter=0)
+    def judge(answer):
+        for i, dtype in enumerate((torch.float32, torch.float16)):
+            x = torch.randn(3, 4).to(dtype)
+            ex_core.expect(ex_core.call(answer, x, case=f"case {i}"), 2 * x,
+                           case=f"case {i}, {dtype}", rtol=1e-3)
+        return "2 random cases, float16 included"
+    yield
+    ex_core._REGISTRY.pop("_double")
+
+
+def test_exercise_verdicts_and_hints(capsys, double_exercise):
+    def placeholder(x):
+        ...
+    answers = [..., placeholder, lambda x: 2 * x, lambda x: 4 * x, lambda x: (2 * x).float(),
+               lambda x: x.sum(), lambda x: 1 / 0, lambda x: 2 * x + 1, 42]
+    verdicts = [bool(d2l.exercise("_double", a)) for a in answers]
+    assert verdicts == [False, False, True, False, False, False, False, False, False]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == out[1] == "✗ doubling: no answer yet (replace the ... with your code)"
+    assert out[2] == "✓ doubling: 2 random cases, float16 included"
+    assert out[3] == "✗ doubling: off by a factor of 2 (case 0, torch.float32)"
+    assert "wrong dtype (case 1, torch.float16): expected torch.float16, got torch.float32" in out[4]
+    assert "wrong shape" in out[5]
+    assert "your code raised ZeroDivisionError on case 0" in out[6]
+    assert "wrong values (case 0, torch.float32): largest difference" in out[7]
+    assert "expected a function or a class, got int" in out[8]
+
+
+def test_unknown_exercise_is_named():
+    with pytest.raises(ValueError, match="no exercise named 'nope'"):
+        d2l.exercise("nope", lambda: 1)
+
+
+# ------------------------------------------------------------------ every chapter's exercises
+import importlib.util  # noqa: E402
+import pathlib  # noqa: E402
+
+WRONGS_DIR = pathlib.Path(__file__).with_name("exercise_wrongs")
+
+
+def _answer_sets():
+    """WRONG and RIGHT answers of every tests/exercise_wrongs/chNN.py, by exercise name."""
+    wrong, right = {}, {}
+    for path in sorted(WRONGS_DIR.glob("ch*.py")):
+        spec = importlib.util.spec_from_file_location(f"exercise_wrongs_{path.stem}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for name, answers in getattr(mod, "WRONG", {}).items():
+            wrong.setdefault(name, []).extend(answers)
+        for name, answers in getattr(mod, "RIGHT", {}).items():
+            right.setdefault(name, []).extend(answers)
+    return wrong, right
+
+
+WRONG, RIGHT = _answer_sets()
+NAMES = sorted(n for n in ex_core.registry() if not n.startswith("_"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_rejects_wrong_answers_and_accepts_right_ones(name, capsys):
+    """The placeholder and at least three wrong answers are ✗ (with a hint, never an
+    exception); at least one right answer, written differently from the hidden
+    reference, is ✓."""
+    assert len(WRONG.get(name, [])) >= 3, f"{name}: fewer than 3 wrong answers to reject"
+    assert RIGHT.get(name), f"{name}: no right answer to accept"
+    assert not d2l.exercise(name, ...)
+    assert "no answer yet" in capsys.readouterr().out
+    for i, wrong in enumerate(WRONG[name]):
+        assert not d2l.exercise(name, wrong), f"{name}: wrong answer {i} passed"
+        out = capsys.readouterr().out
+        assert out.startswith("✗") and "could not be used" not in out, out
+    for right in RIGHT[name]:
+        assert d2l.exercise(name, right), capsys.readouterr().out

@@ -1,0 +1,291 @@
+"""The verdicts of the exercises: ``check`` for a value, ``exercise`` for something the
+reader builds.
+
+``check(what, got, expected)`` compares one answer with an expected one and prints one
+line, ✓ or ✗ with why (never a bare ``AssertionError``, never an exception of its own):
+
+    >>> check("shape of Q @ K^T", (2, 5, 5), (2, 5, 5))
+    ✓ shape of Q @ K^T: (2, 5, 5)
+
+``exercise(name, answer)`` runs the reader's function or module on fresh random inputs
+against a reference that is not on the page, and prints ✓ with what was tried, or ✗
+with a hint (which case, shape, dtype, off by a factor).  Exercises are registered in
+the chapter modules of this package (``ch05.py``, ...) with :func:`register`; a judge
+uses :func:`call` to run the reader's code and :func:`expect` to compare, and raises
+:class:`Wrong` with a hint.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+__all__ = ["Verdict", "check", "exercise", "register", "Wrong", "NotYet", "call", "expect",
+           "registry"]
+
+
+class Verdict:
+    """What :func:`check`, :func:`exercise` and :func:`d2lmini.claim` return: truthy when
+    the answer matched.  It shows nothing when it ends a notebook cell (the ✓/✗ line is
+    already printed), so a cell that ends with ``d2l.check(...)`` prints no True/False."""
+
+    __slots__ = ("ok",)
+
+    def __init__(self, ok: bool):
+        self.ok = bool(ok)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.ok})"
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------ check(): one value
+def _as_array(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _describe(x) -> str:
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        a = _as_array(x)
+        if a.size <= 8:
+            return np.array2string(a, precision=4, separator=", ").replace("\n", "")
+        return f"array of shape {tuple(a.shape)}"
+    return repr(x)
+
+
+def _is_placeholder(x) -> bool:
+    return x is None or x is Ellipsis or (
+        isinstance(x, (list, tuple)) and any(g is Ellipsis for g in x))
+
+
+def _is_shape(x) -> bool:
+    return isinstance(x, (tuple, list, torch.Size)) and all(
+        isinstance(e, int) and not isinstance(e, bool) for e in x)
+
+
+def _mismatch(got, expected, rtol: float, atol: float) -> str | None:
+    """None when ``got`` matches ``expected``; otherwise why not, in words."""
+    if _is_placeholder(got):
+        return "no answer yet (replace the ... with your code)"
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"expected a dict, got {type(got).__name__}"
+        if set(got) != set(expected):
+            return f"expected the keys {sorted(map(str, expected))}, got {sorted(map(str, got))}"
+        for k in expected:
+            why = _mismatch(got[k], expected[k], rtol, atol)
+            if why is not None:
+                return f"at key {k!r}: {why}"
+        return None
+    if isinstance(expected, (bool, np.bool_, str)) or expected is None:
+        if isinstance(got, (torch.Tensor, np.ndarray)) and _as_array(got).size == 1:
+            got = _as_array(got).item()
+        same = type(got) in (bool, np.bool_) if isinstance(expected, (bool, np.bool_)) else True
+        return None if same and got == expected else f"expected {expected!r}, got {got!r}"
+    if _is_shape(expected) and isinstance(got, (tuple, list, torch.Size)):
+        return None if tuple(got) == tuple(expected) else \
+            f"expected {tuple(expected)}, got {tuple(got)!r}"
+    try:
+        g, e = _as_array(got).astype(float), _as_array(expected).astype(float)
+    except (TypeError, ValueError):
+        return f"expected a number or array like {_describe(expected)}, got {type(got).__name__}"
+    if g.shape != e.shape:
+        return f"expected shape {tuple(e.shape)}, got shape {tuple(g.shape)}"
+    if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=False):
+        worst = float(np.nanmax(np.abs(g - e))) if g.size else math.nan
+        return (f"expected {_describe(expected)}, got {_describe(got)} "
+                f"(largest difference {worst:.3g}, allowed {atol:g} + {rtol:g}·|expected|)")
+    return None
+
+
+def check(what: str, got, expected, rtol: float = 1e-4, atol: float = 1e-6,
+          show: bool = True) -> Verdict:
+    """Print ``✓ what`` when ``got`` matches ``expected``, else ``✗ what: <why>``.
+
+    ``expected`` may be a bool, str, shape (tuple of ints), number, list, array, tensor
+    or dict of those; numbers are compared with ``rtol``/``atol`` (a tensor matches a
+    list of the same numbers).  ``got`` may also be a function of no arguments that
+    computes the answer: if it fails (say because a variable still holds ``...``) the
+    line says so.  ``show=False`` leaves the value out of the ✓ line.  Never raises on
+    the reader's answer; returns a :class:`Verdict`, truthy on a match.
+    """
+    if not isinstance(what, str) or not what:
+        raise ValueError(f"what must be a non-empty description, got {what!r}")
+    if callable(got) and not isinstance(got, (torch.Tensor, np.ndarray)):
+        try:
+            got = got()
+        except Exception as err:  # the reader's code, not ours: report, never raise
+            if "ellipsis" in str(err).lower():
+                print(f"✗ {what}: no answer yet (replace the ... with your code)")
+            else:
+                print(f"✗ {what}: your code raised {type(err).__name__}: {err}")
+            return Verdict(False)
+    try:
+        why = _mismatch(got, expected, rtol, atol)
+    except Exception as err:  # anything we did not foresee is reported, not raised
+        why = f"could not compare {type(got).__name__} with {type(expected).__name__} ({err})"
+    if why is None:
+        print(f"✓ {what}: {_describe(got)}" if show else f"✓ {what}")
+        return Verdict(True)
+    print(f"✗ {what}: {why}")
+    return Verdict(False)
+
+
+# ------------------------------------------------------------------ exercise(): a build
+class Wrong(Exception):
+    """Raised by a judge: the answer is wrong; the message is the hint shown."""
+
+
+class NotYet(Exception):
+    """Raised by :func:`call` when the reader's code still returns ``...`` or None."""
+
+
+@dataclass
+class Exercise:
+    name: str                       # the key a chapter passes to exercise()
+    title: str                      # what the ✓/✗ line calls it
+    judge: Callable                 # judge(answer) -> summary of what was tried; raises Wrong
+    chapter: int
+    build: bool                     # the reader writes a function or a module
+
+
+_REGISTRY: dict[str, Exercise] = {}
+_LOADED = False
+
+
+def register(name: str, title: str, chapter: int, build: bool = True):
+    """Decorator: register ``judge(answer) -> str`` as exercise ``name``.
+
+    The judge runs the answer (through :func:`call`) on fresh random inputs, compares
+    (with :func:`expect`) against a reference computed inside the judge, raises
+    :class:`Wrong` with a hint at the first mismatch, and returns a short summary of
+    what it tried ("6 random cases, float16 included, a fully masked row").
+    """
+    def deco(judge):
+        if name in _REGISTRY and _REGISTRY[name].judge.__qualname__ != judge.__qualname__:
+            raise ValueError(f"exercise {name!r} is registered twice")
+        _REGISTRY[name] = Exercise(name, title, judge, chapter, build)
+        return judge
+    return deco
+
+
+def registry() -> dict[str, Exercise]:
+    """Every registered exercise (the chapter modules are imported on first use)."""
+    global _LOADED
+    if not _LOADED:
+        pkg = importlib.import_module(__package__)
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if mod.name.startswith("ch"):
+                importlib.import_module(f"{__package__}.{mod.name}")
+        _LOADED = True
+    return _REGISTRY
+
+
+def call(fn, *args, case: str = "", **kwargs):
+    """Run the reader's ``fn(*args, **kwargs)``: ``...``/None -> :class:`NotYet`; an
+    exception from their code -> :class:`Wrong` naming the case."""
+    if not callable(fn):
+        raise Wrong(f"expected a function or a class, got {type(fn).__name__}")
+    try:
+        out = fn(*args, **kwargs)
+    except (NotYet, Wrong):
+        raise
+    except Exception as err:
+        where = f" on {case}" if case else ""
+        if "ellipsis" in str(err).lower():
+            raise NotYet() from None
+        raise Wrong(f"your code raised {type(err).__name__}{where}: {err}") from None
+    if out is None or out is Ellipsis:
+        raise NotYet()
+    return out
+
+
+def _factor(g: np.ndarray, e: np.ndarray) -> float | None:
+    """The constant c with g ≈ c·e, if there is one (and it is not 1)."""
+    nz = np.abs(e) > 1e-12
+    if nz.sum() < 1 or not np.allclose(g[~nz], 0, atol=1e-9):
+        return None
+    r = g[nz] / e[nz]
+    c = float(np.median(r))
+    if np.allclose(r, c, rtol=1e-3, atol=1e-9) and abs(c - 1) > 1e-3 and c != 0:
+        return c
+    return None
+
+
+def expect(got, want, case: str = "", rtol: float = 1e-5, atol: float = 1e-6,
+           dtype: bool = True) -> None:
+    """Raise :class:`Wrong` with a hint unless ``got`` matches ``want`` (a tensor, an
+    array, a number, a shape or a bool).  ``dtype=True`` also asks a tensor answer for
+    ``want``'s dtype (e.g. float16 in, float16 out)."""
+    where = f" ({case})" if case else ""
+    if isinstance(want, (bool, np.bool_)):
+        if got is not want and not (isinstance(got, (bool, np.bool_)) and bool(got) == want):
+            raise Wrong(f"not right{where}")
+        return
+    if _is_shape(want) and isinstance(got, (tuple, list, torch.Size)):
+        if tuple(got) != tuple(want):
+            raise Wrong(f"wrong shape{where}: expected {tuple(want)}, got {tuple(got)}")
+        return
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            raise Wrong(f"expected a torch.Tensor{where}, got {type(got).__name__}")
+        if tuple(got.shape) != tuple(want.shape):
+            raise Wrong(f"wrong shape{where}: expected {tuple(want.shape)}, "
+                        f"got {tuple(got.shape)}")
+        if dtype and got.dtype != want.dtype:
+            raise Wrong(f"wrong dtype{where}: expected {want.dtype}, got {got.dtype}")
+    try:
+        g, e = _as_array(got).astype(np.float64), _as_array(want).astype(np.float64)
+    except (TypeError, ValueError):
+        raise Wrong(f"expected a number or a tensor{where}, got {type(got).__name__}") from None
+    if g.shape != e.shape:
+        raise Wrong(f"wrong shape{where}: expected {e.shape}, got {g.shape}")
+    if np.isnan(g).any() and not np.isnan(e).any():
+        raise Wrong(f"your answer has NaN{where}")
+    if np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True):
+        return
+    c = _factor(g, e)
+    if c is not None:
+        raise Wrong(f"off by a factor of {c:.3g}{where}")
+    worst = float(np.nanmax(np.abs(g - e)))
+    raise Wrong(f"wrong values{where}: largest difference {worst:.3g} "
+                f"(allowed {atol:g} + {rtol:g}·|expected|)")
+
+
+def exercise(name: str, answer) -> Verdict:
+    """Try the reader's ``answer`` on exercise ``name``; print ✓ or ✗ with a hint.
+
+    Never raises on the reader's answer (only on an unknown ``name``).
+    """
+    exercises = registry()
+    if name not in exercises:
+        raise ValueError(f"no exercise named {name!r}; known: {sorted(exercises)}")
+    ex = exercises[name]
+    if _is_placeholder(answer):
+        print(f"✗ {ex.title}: no answer yet (replace the ... with your code)")
+        return Verdict(False)
+    try:
+        summary = ex.judge(answer)
+    except NotYet:
+        print(f"✗ {ex.title}: no answer yet (replace the ... with your code)")
+        return Verdict(False)
+    except Wrong as why:
+        print(f"✗ {ex.title}: {why}")
+        return Verdict(False)
+    except Exception as err:  # the reader's answer broke the judge: report, never raise
+        print(f"✗ {ex.title}: your answer could not be used ({type(err).__name__}: {err})")
+        return Verdict(False)
+    print(f"✓ {ex.title}: {summary}" if summary else f"✓ {ex.title}")
+    return Verdict(True)
