@@ -127,7 +127,7 @@ def evaluate(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
 def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: float = 0.1,
                 lr: float = 5e-3, warmup: int = 30, batch_size: int = 64, device=None,
                 d_model: int = 32, num_heads: int = 4, num_layers: int = 1, d_ff: int = 128,
-                **model_kw) -> dict:
+                build=None, **model_kw) -> dict:
     """Train ``Transformer(d_model, num_heads, num_layers, d_ff, **model_kw)`` on
     ``data.train`` for ``steps`` Adam steps (warm-up then cosine decay, label smoothing
     ``smoothing``), then :func:`evaluate` it on ``data.test``.
@@ -135,7 +135,10 @@ def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: floa
     Same ``seed``, same initial weights (for the same architecture) and same batches.
     Returns evaluate's metrics plus ``params``, ``seconds``, ``step_loss`` (the training
     loss of every step), ``final_train_loss`` (its mean over the last 10% of steps) and
-    the trained ``model``.  ``warmup=0``: full rate at once.
+    the trained ``model``.  ``warmup=0``: full rate at once.  ``build``: a function
+    called like ``Transformer`` (vocabulary sizes, then the keywords) that returns
+    another encoder-decoder with its interface (default ``Transformer``; chapters 10-11
+    use :mod:`d2lmini.experiments`' variants).
     """
     check_positive_int(steps, "steps")
     if not 0 <= warmup <= steps:
@@ -145,7 +148,7 @@ def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: floa
     kw = dict(d_model=d_model, num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
               dropout=0.0, max_len=64)
     kw.update(model_kw)
-    model = Transformer(len(data.src_vocab), len(data.tgt_vocab), **kw).to(dev)
+    model = (build or Transformer)(len(data.src_vocab), len(data.tgt_vocab), **kw).to(dev)
     set_fused_attention(model, True)           # faster; nobody reads the weights while training
     fused = True if dev.type in ("cpu", "cuda") else None   # one kernel for all parameters
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)

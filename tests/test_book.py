@@ -13,7 +13,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))         # numbered chapters
+APPENDIX_NBS = sorted((ROOT / "chapters").glob("appendix_*.ipynb"))  # executed appendices
+NOTEBOOKS = CHAPTERS + APPENDIX_NBS
 MIN_CLAIMS = 8  # compared code cells with text output per chapter
 
 
@@ -25,8 +27,11 @@ def test_toc_lists_every_chapter_in_order():
     listed = toc_files()
     missing = [f for f in listed if not any((ROOT / f).with_suffix(x).exists() for x in (".ipynb", ".md"))]
     assert not missing, f"_toc.yml lists files that do not exist: {missing}"
-    notebooks = [f for f in listed if (ROOT / f).with_suffix(".ipynb").exists()]
+    notebooks = [f for f in listed if (ROOT / f).with_suffix(".ipynb").exists()
+                 and re.match(r"chapters/\d+_", f)]
     on_disk = [f"chapters/{p.stem}" for p in CHAPTERS]
+    appendices = [f"chapters/{p.stem}" for p in APPENDIX_NBS]
+    assert set(appendices) <= set(listed), f"_toc.yml misses {set(appendices) - set(listed)}"
     assert notebooks == on_disk, f"_toc.yml lists {notebooks}, chapters/ holds {on_disk}"
     numbers = [int(re.match(r"chapters/(\d+)_", f).group(1)) for f in notebooks]
     assert numbers == list(range(1, len(numbers) + 1))
@@ -43,14 +48,21 @@ def test_config_is_strict_and_has_colab_button():
 
 def test_repository_url_is_one_setting():
     """Every GitHub URL of the book in README, intro, pyproject and notebooks is the config's."""
-    files = [ROOT / "README.md", ROOT / "intro.md", ROOT / "pyproject.toml", *CHAPTERS]
+    files = [ROOT / "README.md", ROOT / "intro.md", ROOT / "pyproject.toml", *NOTEBOOKS]
     for f in files:
         for url in re.findall(r"github\.com/[\w.-]+/[\w.-]+", f.read_text()):
             assert url.removesuffix(".git") == REPO_URL.removeprefix("https://"), f"{f.name}: {url}"
 
 
-@pytest.fixture(params=CHAPTERS, ids=[p.stem for p in CHAPTERS])
+@pytest.fixture(params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def nb(request):
+    """Every executed page: the numbered chapters and the notebook appendices."""
+    return nbformat.read(request.param, as_version=4)
+
+
+@pytest.fixture(params=CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def chapter(request):
+    """A numbered chapter: it also has exercises."""
     return nbformat.read(request.param, as_version=4)
 
 
@@ -238,12 +250,12 @@ def exercise_calls(cell) -> list[str]:
     return re.findall(r"""d2l\.exercise\(\s*["']([\w.-]+)["']""", cell.source)
 
 
-def test_exercises_are_built_checked_and_hidden(nb):
+def test_exercises_are_built_checked_and_hidden(chapter):
     """≥ 3 exercises, ≥ 1 where the reader builds a function or module; each exercise
     cell says "no answer yet" until solved and is followed by its solution, hidden with
     its output in the book and compared (✓)."""
     from d2lmini.exercises import registry
-    cells = code_cells(nb)
+    cells = code_cells(chapter)
     names = []
     for i, c in enumerate(cells):
         if "hide-cell" in tags(c) or not exercise_calls(c):
