@@ -4,23 +4,32 @@ from .attention import (AdditiveAttention, MultiHeadAttention, masked_softmax,
                         mha_state_dict_from_torch, scaled_dot_product_attention)
 from .attention import set_fused_attention
 from .data import data_iter, synthetic_data
+from .bert import BERT, bert_from_hf, mask_tokens
 from .exercises import check, exercise
 from .claims import claim
 from .masks import causal_mask, length_mask, padding_mask
 from .maps import AttentionMaps, collect_attention
-from .gpt import GPT, KVCache, generate, kv_cache_benchmark, kv_cache_bytes, load_corpus
+from .gpt import (GPT, KVCache, generate, gelu_tanh, kv_cache_benchmark, kv_cache_bytes,
+                  load_corpus)
+from .bpe import BPE
+from .gpt2 import (GPT_CONFIGS, gpt2_from_hf, gpt_kv_cache_bytes_per_token, gpt_param_count,
+                   gpt_train_flops, huggingface_reachable)
 from .monitor import TrainingMonitor
 from .norms import BatchNorm, LayerNorm
 from .plot import plot, show_heatmaps
 from .regression import accuracy, cross_entropy, linreg, sgd, softmax, squared_loss
 from .rnn import AttentionGRUDecoder, ConvStack, GRUEncoder, GRUSeq2Seq
 from .schedules import noam_schedule, warmup_cosine_schedule
-from .text import DateTranslation, Vocab, bucket_batches, pad_batch, toy_translation
+from .text import (DateTranslation, Vocab, bucket_batches, lm_windows, pad_batch,
+                   pairs_to_tensors, toy_translation)
+from .io import load, save
 from .train import History, train
 from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding, PositionWiseFFN,
                           Transformer, greedy_decode, label_smoothing_cross_entropy,
-                          state_dict_from_torch)
+                          sequence_loss, state_dict_from_torch)
 from .utils import device, set_seed, show_source
+from .diagrams import diagram
+from .views import head_view, model_view
 from .widgets import (AttentionExplorer, PEExplorer, attention_explorer, attention_figure,
                       pe_explorer, pe_figure)
 

@@ -23,7 +23,8 @@ from .text import DateTranslation, bucket_batches, pad_batch
 from .transformer import Transformer, label_smoothing_cross_entropy
 from .utils import check_positive_int, set_seed
 
-__all__ = ["DateData", "train_dates", "evaluate", "predictions", "expected_calibration_error", "summarize"]
+__all__ = ["DateData", "train_dates", "evaluate", "predictions", "expected_calibration_error",
+           "summarize", "paired", "table", "spread_plot"]
 
 
 class DateData:
@@ -188,3 +189,34 @@ def summarize(results: list[dict], key: str = "exact_match") -> tuple[float, flo
     if not vals:
         raise ValueError("no results to summarize")
     return statistics.fmean(vals), min(vals), max(vals)
+
+
+def paired(variant: list[dict], baseline: list[dict], key: str = "exact_match") -> list[float]:
+    """Per-seed differences ``variant[i][key] - baseline[i][key]`` (runs of the same
+    seeds, in the same order: same initial weights where shapes agree, same batches)."""
+    if len(variant) != len(baseline) or not variant:
+        raise ValueError(f"expected two equally long, non-empty lists of runs, got "
+                         f"{len(variant)} and {len(baseline)}")
+    return [v[key] - b[key] for v, b in zip(variant, baseline)]
+
+
+def table(results: dict[str, list[dict]], names, keys=("exact_match", "loss"),
+          width: int = 14) -> None:
+    """Print ``mean [min, max]`` of each key over the runs (seeds) of each name."""
+    print(f"{'variant':<{width}}" + "".join(f"{k:>22}" for k in keys))
+    for n in names:
+        cells = ["{:.3f} [{:.3f}, {:.3f}]".format(*summarize(results[n], k)) for k in keys]
+        print(f"{n:<{width}}" + "".join(f"{c:>22}" for c in cells))
+
+
+def spread_plot(ax, results: dict[str, list[dict]], names, key: str = "exact_match",
+                highlight: str | None = None) -> None:
+    """One dot per run (seed) and a bar from min to max with the mean marked, per name:
+    how far apart the variants are, next to how far apart the seeds are."""
+    for i, n in enumerate(names):
+        vals = [r[key] for r in results[n]]
+        color = "tab:blue" if n == highlight else "tab:gray"
+        ax.vlines(i, min(vals), max(vals), color=color, lw=6, alpha=0.3)
+        ax.plot([i] * len(vals), vals, "o", ms=3.5, color=color)
+        ax.plot([i - 0.25, i + 0.25], [statistics.fmean(vals)] * 2, "-", color="k", lw=1.5)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")

@@ -8,20 +8,46 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import check_tensor
+from .utils import check_dropout, check_positive_int, check_tensor
 
 
 def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
+    """A boolean mask with one dim per dim of the scores, each equal or 1.
+
+    Fewer dims would broadcast from the left: a (B, T) padding mask against
+    (B, T_q, T_k) scores would be read as (T_q, T_k) whenever B == T_q, a silent wrong
+    answer.  So the number of dims must match exactly.
+    """
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(f"mask must be a boolean tensor (True = attend), got {got}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except RuntimeError:
-        ok = False
+    want = "(" + ", ".join(f"{n}|1" for n in scores_shape) + ")"
+    ok = mask.dim() == len(scores_shape) and all(
+        m in (1, n) for m, n in zip(mask.shape, scores_shape))
     if not ok:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to "
-                         f"the scores of shape {tuple(scores_shape)}")
+        hint = ""
+        if mask.dim() == 2 and len(scores_shape) > 2:
+            hint = (" (a (B, T) padding mask? use d2l.padding_mask(tokens, pad_id), "
+                    "which is (B, 1, 1, T))")
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores of "
+                         f"shape {tuple(scores_shape)}: expected a {len(scores_shape)}-D "
+                         f"bool mask {want}{hint}")
+
+
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except TypeError:  # torch < 2.4: no device argument
+        return bool(torch.is_autocast_enabled()) if device_type == "cuda" else False
+
+
+def _check_same(tensors: dict, what: str = "dtype") -> None:
+    """q, k, v (or query, key, value) must share dtype and device."""
+    for attr in ("dtype", "device"):
+        vals = {name: getattr(t, attr) for name, t in tensors.items()}
+        if len(set(vals.values())) > 1:
+            got = ", ".join(f"{n} {v}" for n, v in vals.items())
+            raise ValueError(f"{'/'.join(tensors)} must share one {attr}, got {got}")
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -31,7 +57,8 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     not a hard-coded -1e9 that overflows float16), and the weights of masked
     positions are zeroed afterwards, so a row with no allowed key is all zeros,
     never NaN, in float32, float16 and bfloat16.
-    scores: (..., T_q, T_k); mask: bool, broadcastable to scores.
+    scores: (..., T_q, T_k); mask: bool with as many dims as ``scores``, each equal or 1,
+    e.g. (B, 1, T_k) for (B, T_q, T_k) scores (``d2l.padding_mask(...)[:, 0]``).
     """
     check_tensor(scores, "scores", floating=True)
     if mask is None:
@@ -46,8 +73,10 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                  dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v.
 
-    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v), mask: bool broadcastable
-    to (..., T_q, T_k).  Returns (output (..., T_q, d_v), weights (..., T_q, T_k));
+    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v) of one dtype and device,
+    leading dims equal (or 1); mask: bool with one dim per dim of the scores
+    (..., T_q, T_k), each equal or 1 (e.g. (B, 1, T_k) for 3-D inputs, (B, 1, 1, T_k)
+    for 4-D ones: ``d2l.padding_mask``).  Returns (output (..., T_q, d_v), weights (..., T_q, T_k));
     the weights are those before dropout.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -60,6 +89,14 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"key and value lengths differ: k has T_k={k.shape[-2]}, "
                          f"v has T_k={v.shape[-2]}")
+    _check_same({"q": q, "k": k, "v": v})
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"q, k and v must agree in their leading (batch, head) dims, got "
+                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}") from None
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     weights = masked_softmax(scores, mask)
     return F.dropout(weights, dropout_p) @ v, weights
@@ -75,6 +112,10 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, num_hiddens: int, dropout: float = 0.0):
         super().__init__()
+        for name, n in (("query_size", query_size), ("key_size", key_size),
+                        ("num_hiddens", num_hiddens)):
+            check_positive_int(n, name)
+        check_dropout(dropout)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -89,6 +130,10 @@ class AdditiveAttention(nn.Module):
                              f"{self.W_k.in_features}, got {q.shape[-1]} and {k.shape[-1]}")
         if k.shape[1] != v.shape[1]:
             raise ValueError(f"key and value lengths differ: {k.shape[1]} vs {v.shape[1]}")
+        if not q.shape[0] == k.shape[0] == v.shape[0]:
+            raise ValueError(f"q, k and v batch sizes differ: q {tuple(q.shape)}, "
+                             f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+        _check_same({"q": q, "k": k, "v": v})
         if isinstance(mask, torch.Tensor) and mask.dim() == 4 and mask.shape[1] == 1:
             mask = mask[:, 0]  # (B, 1, T_q|1, T_k) -> (B, T_q|1, T_k)
         # (B, T_q, 1, h) + (B, 1, T_k, h) -> (B, T_q, T_k, h) -> scores (B, T_q, T_k)
@@ -103,8 +148,11 @@ class MultiHeadAttention(nn.Module):
 
     One d_model x d_model projection per role, then ``view``/``transpose`` into
     (B, h, T, d_k): the model dimension is *split* into h pieces, not copied.
-    forward(query (B, T_q, d_model), key/value (B, T_k, d_model), mask bool
-    broadcastable to (B, h, T_q, T_k)) -> (B, T_q, d_model).
+    forward(query (B, T_q, d_model), key/value (B, T_k, d_model), mask=None)
+    -> (B, T_q, d_model).  ``mask``: bool, True = may attend, either 4-D
+    (B|1, h|1, T_q|1, T_k), e.g. ``d2l.padding_mask(tokens, pad_id)`` (B, 1, 1, T_k) or
+    ``d2l.causal_mask(T)`` (1, 1, T, T), or 3-D (B|1, T_q|1, T_k), the same for every
+    head.  A 2-D mask is refused: (B, T_k) and (T_q, T_k) cannot be told apart.
 
     The default, from-scratch path keeps the weights (B, h, T_q, T_k) in
     ``.attention_weights``.  With ``fast=True`` it calls
@@ -117,6 +165,11 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  fast: bool = False):
         super().__init__()
+        for name, v in (("d_model", d_model), ("num_heads", num_heads)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        check_positive_int(d_model, "d_model")
+        check_dropout(dropout)
         if num_heads < 1 or d_model % num_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
@@ -147,13 +200,30 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"key and value must be (B, T_k, d_model) with the query's batch "
                              f"size, got query {tuple(query.shape)}, key {tuple(key.shape)}, "
                              f"value {tuple(value.shape)}")
-        if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 3:
-            mask = mask[:, None]  # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
+        _check_same({"query": query, "key": key, "value": value})
+        w = self.W_q.weight
+        if query.dtype != w.dtype and not _autocast_on(query.device.type):
+            raise TypeError(f"query/key/value are {query.dtype} but the module's weights are "
+                            f"{w.dtype}: convert the inputs (x.to({w.dtype})) or the module "
+                            f"(.to({query.dtype}))")
+        if query.device != w.device:
+            raise ValueError(f"inputs are on {query.device} but the module is on {w.device}")
+        if mask is not None:
+            if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+                _check_mask(mask, ())  # raises: not a bool tensor
+            if mask.dim() not in (3, 4):
+                raise ValueError(
+                    f"mask must be 4-D (B|1, h|1, T_q|1, T_k) or 3-D (B|1, T_q|1, T_k), got "
+                    f"shape {tuple(mask.shape)}"
+                    + (" (a (B, T) padding mask? use d2l.padding_mask(tokens, pad_id), which "
+                       "is (B, 1, 1, T))" if mask.dim() == 2 else ""))
+            if mask.dim() == 3:
+                mask = mask[:, None]  # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
+            B, h, T_q, T_k = query.shape[0], self.num_heads, query.shape[1], key.shape[1]
+            _check_mask(mask, torch.Size((B, h, T_q, T_k)))
         p = self.dropout if self.training else 0.0
         if self.fast:
             q, k, v = (self.split_heads(t) for t in self._project(query, key, value))
-            if mask is not None:
-                _check_mask(mask, q.shape[:-1] + k.shape[-2:-1])  # (B, h, T_q, T_k)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             if mask is not None:  # rows with no allowed key: zeros, as on the slow path
                 out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)

@@ -31,6 +31,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Callable, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from . import ablation
@@ -39,7 +40,9 @@ from .masks import padding_mask
 from .transformer import EncoderBlock, PositionalEncoding, Transformer
 from .utils import check_positive_int, set_seed
 
-__all__ = ["Runner", "default_workers", "date_run", "dates"]
+__all__ = ["Runner", "default_workers", "date_run", "dates", "build_transformer",
+           "NoResidualEncoderBlock", "encoder_states", "position_probe", "probe_run",
+           "recall_batch", "RecallGRU", "RecallAttention", "recall_run"]
 
 
 def default_workers(device=None) -> int:
@@ -146,6 +149,8 @@ def date_run(data: dict | None = None, keep_model: bool = True, train_metrics: b
     ``keep_model=False`` drops the model from the result (less to send back).
     """
     d = dates(**(data or {}))
+    if any(k in train_kw for k in ("residual", "activation", "pe_growth")):
+        train_kw.setdefault("build", build_transformer)
     r = ablation.train_dates(d, **train_kw)
     if train_metrics:
         r.update({f"train_{k}": v for k, v in ablation.evaluate(r["model"], *d.train).items()})
@@ -169,15 +174,42 @@ class NoResidualEncoderBlock(EncoderBlock):
         return x if self.ffn is None else self.norm2(self.dropout2(self.ffn(x)))
 
 
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "identity": _identity}
+
+
 def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool = True,
+                      activation: str = "relu", pe_growth: bool = False,
                       **kw) -> Transformer:
-    """``Transformer(src_vocab_size, tgt_vocab_size, **kw)``; with ``residual=False`` its
-    encoder blocks lose their residual connections (:class:`NoResidualEncoderBlock`),
-    the decoder keeps them.  Pass it as ``build`` to :func:`ablation.train_dates`."""
+    """``Transformer(src_vocab_size, tgt_vocab_size, **kw)`` with one piece changed, the
+    parameters (and so, at one seed, the initial weights) left as they are:
+
+    ``residual=False``: the encoder blocks lose their residual connections
+    (:class:`NoResidualEncoderBlock`), the decoder keeps them;
+    ``activation``: the FFNs' activation, "relu" (default), "gelu" or "identity" (a
+    linear FFN: the same parameters without the non-linearity);
+    ``pe_growth=True``: the encoder's sinusoidal encoding of position ``pos`` is
+    multiplied by ``2 (pos + 1) / 30``: the same directions, with a norm that grows with
+    the position instead of staying bounded (mean factor 1 over positions 0..28).
+    Pass it as ``build`` to :func:`ablation.train_dates`."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, "
+                         f"got {activation!r}")
     model = Transformer(src_vocab_size, tgt_vocab_size, **kw)
     if not residual:
         for blk in model.encoder.blocks:
             blk.__class__ = NoResidualEncoderBlock
+    for blk in [*model.encoder.blocks, *model.decoder.blocks]:
+        if blk.ffn is not None:
+            blk.ffn.activation = ACTIVATIONS[activation]
+    if pe_growth:
+        if type(model.encoder.pos_encoding) is not PositionalEncoding:
+            raise ValueError("pe_growth needs pos_encoding='sinusoidal'")
+        pe = model.encoder.pos_encoding.pe                                # (1, max_len, d)
+        pe.mul_(2 * torch.arange(1, pe.shape[1] + 1, dtype=pe.dtype)[:, None] / 30)
     return model
 
 

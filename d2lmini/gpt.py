@@ -23,7 +23,8 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .maps import AttentionMaps
 from .masks import causal_mask
 from .norms import LayerNorm
-from .transformer import PositionalEncoding, PositionWiseFFN, _compiling, check_token_ids
+from .transformer import (LearnedPositionalEncoding, PositionalEncoding, PositionWiseFFN,
+                          _compiling, check_token_ids)
 from .utils import check_positive_int, check_tensor
 
 
@@ -64,6 +65,19 @@ class KVCache:
         return self.k[layer, :, :, :t0 + T], self.v[layer, :, :, :t0 + T]
 
 
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU with the tanh approximation GPT-2 was trained with ("gelu_new" in Hugging
+    Face): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return F.gelu(x, approximate="tanh")
+
+
+class NonFiniteLogitsError(ValueError, RuntimeError, FloatingPointError):
+    """The model produced NaN logits while generating: no token can be chosen."""
+
+
 class GPTBlock(nn.Module):
     """The decoder block without cross-attention, pre-norm:
 
@@ -78,12 +92,20 @@ class GPTBlock(nn.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "gelu"):
+                 activation: str = "gelu", bias: bool = True, norm_eps: float = 1e-5):
         super().__init__()
-        self.norm1 = LayerNorm(d_model)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.norm2 = LayerNorm(d_model)
-        self.ffn = PositionWiseFFN(d_model, d_ff, dropout, activation)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.norm1 = LayerNorm(d_model, norm_eps)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias=bias)
+        self.norm2 = LayerNorm(d_model, norm_eps)
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout,
+                                   "gelu" if activation == "gelu_tanh" else activation)
+        if activation == "gelu_tanh":  # GPT-2's GELU: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+            self.ffn.activation = gelu_tanh
+        if not bias:                   # matrices only (the LayerNorms keep their shift)
+            self.ffn.linear1 = nn.Linear(d_model, d_ff, bias=False)
+            self.ffn.linear2 = nn.Linear(d_ff, d_model, bias=False)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def attend(self, x: torch.Tensor, mask=None, cache: KVCache | None = None,
@@ -109,45 +131,89 @@ class GPTBlock(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only Transformer: token embedding * sqrt(d_model) + sinusoidal positional
-    encoding (as in chapter 8), N pre-norm :class:`GPTBlock`s, a final LayerNorm and a
-    linear head (``tie_weights=True`` shares the token embedding's matrix, as GPT-2 does).
+    """Decoder-only Transformer: token embedding (* sqrt(d_model)) + positions, N
+    pre-norm :class:`GPTBlock`s, a final LayerNorm and a linear head.
 
-    forward(tokens (B, T) integer ids, cache=None) -> logits (B, T, vocab_size); logit
-    t predicts token t + 1.  It builds its own masks: causal (position t sees 0..t) and
-    padding (no query attends to a ``pad_id`` token).  A token's position counts the
-    real tokens before it, so a left-padded prompt gives the same logits as the
-    unpadded one.  Blocks in ``blocks[i]``.  With a :class:`KVCache` (``new_cache``),
-    ``tokens`` continue the cached sequence and only their logits are computed.
+    forward(tokens (B, T) integer ids, cache=None, attention_mask=None) -> logits
+    (B, T, vocab_size); logit t predicts token t + 1.  It builds its own masks: causal
+    (position t sees 0..t) and padding (no query attends to a pad token).  A token's
+    position counts the real tokens before it, so a left-padded prompt gives the same
+    logits as the unpadded one.  Blocks in ``blocks[i]``.  With a :class:`KVCache`
+    (``new_cache``), ``tokens`` continue the cached sequence and only their logits
+    are computed.
+
+    Options (the defaults are chapter 12's model; ``gpt2_from_hf`` sets GPT-2's):
+
+    - ``pos_encoding``: "sinusoidal" (chapter 8's fixed table, buffer
+      ``pos_encoding.pe``) or "learned" (a trained table, ``pos_encoding.weight``
+      (max_len, d_model), as GPT-2);
+    - ``scale_embedding``: multiply the token embedding by sqrt(d_model) (GPT-2: no);
+    - ``activation``: the FFN's "relu", "gelu" or "gelu_tanh" (GPT-2's approximation);
+    - ``bias``: biases in the attention and FFN matrices (LayerNorms always have one);
+    - ``tie_weights``: the head reuses the token embedding's matrix (GPT-2: yes);
+    - ``pad_id``: the id that marks padding, or None (GPT-2): no id is padding, every
+      token is text, and a batch of prompts of different lengths needs an explicit
+      ``attention_mask`` (B, T), True (or 1) on real tokens, False (0) on padding;
+    - ``norm_eps``: the LayerNorms' epsilon.
+
+    ``config`` holds the constructor's arguments (plain values): ``GPT(**m.config)``
+    builds the same architecture.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int = 256, dropout: float = 0.0,
-                 max_len: int = 128, pad_id: int = 0, tie_weights: bool = False):
+                 max_len: int = 128, pad_id: int | None = 0, tie_weights: bool = False,
+                 pos_encoding: str = "sinusoidal", scale_embedding: bool = True,
+                 activation: str = "gelu", bias: bool = True, norm_eps: float = 1e-5):
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("d_model", d_model),
                         ("num_heads", num_heads), ("num_layers", num_layers),
                         ("d_ff", d_ff), ("max_len", max_len)):
             check_positive_int(v, name)
-        if not isinstance(pad_id, int) or isinstance(pad_id, bool) or not 0 <= pad_id < vocab_size:
-            raise ValueError(f"pad_id must be an id in 0..{vocab_size - 1}, got {pad_id!r}")
+        if pad_id is not None and (not isinstance(pad_id, numbers.Integral)
+                                   or isinstance(pad_id, bool) or not 0 <= pad_id < vocab_size):
+            raise ValueError(f"pad_id must be an id in 0..{vocab_size - 1} or None, "
+                             f"got {pad_id!r}")
+        if pos_encoding not in ("sinusoidal", "learned"):
+            raise ValueError(f"pos_encoding must be 'sinusoidal' or 'learned', "
+                             f"got {pos_encoding!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) \
+                or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+        for name, v in (("tie_weights", tie_weights), ("scale_embedding", scale_embedding),
+                        ("bias", bias)):
+            if not isinstance(v, bool):
+                raise TypeError(f"{name} must be True or False, got {v!r}")
+        pad_id = None if pad_id is None else int(pad_id)
+        self.config = dict(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
+                           num_layers=num_layers, d_ff=d_ff, dropout=float(dropout),
+                           max_len=max_len, pad_id=pad_id, tie_weights=tie_weights,
+                           pos_encoding=pos_encoding, scale_embedding=scale_embedding,
+                           activation=activation, bias=bias, norm_eps=float(norm_eps))
         self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
+        self.scale = math.sqrt(d_model) if scale_embedding else 1.0
         self.embedding = nn.Embedding(vocab_size, d_model)
-        self.pos_encoding = PositionalEncoding(d_model, dropout, max_len)
-        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads, d_ff, dropout)
-                                    for _ in range(num_layers))
-        self.norm = LayerNorm(d_model)  # pre-norm leaves the residual stream un-normalised
+        self.pos_encoding = (PositionalEncoding if pos_encoding == "sinusoidal"
+                             else LearnedPositionalEncoding)(d_model, dropout, max_len)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads, d_ff, dropout, activation,
+                                             bias, norm_eps) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model, norm_eps)  # pre-norm leaves the stream un-normalised
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for p in self.parameters():      # as d2l.Transformer: Xavier for every matrix
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
+        if pos_encoding == "learned":
+            self.pos_encoding.reset_parameters()
         if tie_weights:  # one matrix reads tokens in and writes them out
             self.lm_head.weight = self.embedding.weight
 
     def embed(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        """tokens, pos (B, T) -> embedding * sqrt(d_model) + PE[pos], (B, T, d_model)"""
-        x = self.embedding(tokens) * math.sqrt(self.d_model) + self.pos_encoding.pe[0, pos]
-        return self.pos_encoding.dropout(x)
+        """tokens, pos (B, T) -> embedding (* sqrt(d_model)) + P[pos], (B, T, d_model)"""
+        pe = self.pos_encoding
+        table = pe.pe[0] if isinstance(pe, PositionalEncoding) else pe.weight  # (max_len, d)
+        return pe.dropout(self.embedding(tokens) * self.scale + table[pos])
 
     def check_tokens(self, tokens, name: str = "tokens") -> None:
         check_tensor(tokens, name, ndim=2)
@@ -165,6 +231,28 @@ class GPT(nn.Module):
 
     check_inputs = check_tokens  # d2l.train checks each batch on the CPU before it moves
 
+    def real_tokens(self, tokens: torch.Tensor, attention_mask=None,
+                    name: str = "attention_mask") -> torch.Tensor:
+        """bool (B, T): True on the tokens that are text, False on padding (the pad id,
+        if the model has one, and wherever ``attention_mask`` is False/0)."""
+        real = (torch.ones_like(tokens, dtype=torch.bool) if self.pad_id is None
+                else tokens != self.pad_id)
+        if attention_mask is None:
+            return real
+        if not isinstance(attention_mask, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (B, T) of booleans or 0/1, got "
+                            f"{type(attention_mask).__name__}")
+        if tuple(attention_mask.shape) != tuple(tokens.shape):
+            raise ValueError(f"{name} must have the tokens' shape {tuple(tokens.shape)}, "
+                             f"got {tuple(attention_mask.shape)}")
+        if attention_mask.dtype != torch.bool:
+            if attention_mask.is_complex() or \
+                    ((attention_mask != 0) & (attention_mask != 1)).any():
+                raise ValueError(f"{name} must hold booleans or 0/1, got other "
+                                 f"{attention_mask.dtype} values")
+            attention_mask = attention_mask != 0
+        return real & attention_mask.to(tokens.device)
+
     def new_cache(self, batch_size: int, max_len: int | None = None) -> KVCache:
         """An empty :class:`KVCache` for ``batch_size`` rows of up to ``max_len`` tokens
         (default: the model's), on the model's device and in its dtype."""
@@ -174,14 +262,17 @@ class GPT(nn.Module):
         return KVCache(len(self.blocks), batch_size, attn.num_heads, max_len,
                        self.d_model // attn.num_heads, w.device, w.dtype)
 
-    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """tokens (B, T) -> logits (B, T, V).  ``attention_mask`` (B, T), optional: True
+        or 1 on real tokens (with a cache: for the new tokens only)."""
         self.check_tokens(tokens)
         B, T = tokens.shape
         t0 = 0 if cache is None else cache.length
         if t0 + T > self.max_len:
             raise ValueError(f"sequence of {t0 + T} tokens is longer than the model's "
                              f"max_len={self.max_len}")
-        real = tokens != self.pad_id                                        # (B, T)
+        real = self.real_tokens(tokens, attention_mask)                    # (B, T)
         if cache is None:
             pos = real.cumsum(1) - 1                                        # (B, T)
             mask = real[:, None, None, :] & causal_mask(T, tokens.device)   # (B, 1, T, T)
@@ -196,7 +287,7 @@ class GPT(nn.Module):
             # query i is at position t0 + i: it sees the real keys 0..t0 + i
             causal = torch.ones(T, t0 + T, dtype=torch.bool, device=tokens.device).tril(t0)
             mask = cache.real[:, None, None, :t0 + T] & causal             # (B, 1, T, t0 + T)
-        x = self.embed(tokens, pos.clamp(min=0))                           # (B, T, d)
+        x = self.embed(tokens, pos.clamp(min=0, max=self.max_len - 1))    # (B, T, d)
         for i, blk in enumerate(self.blocks):
             x = blk(x, mask, cache, i)
         if cache is not None:
@@ -221,7 +312,7 @@ class GPT(nn.Module):
             for attn, fast in fused:
                 attn.fast = fast
         w = torch.stack([b.self_attn.attention_weights.detach().float().cpu() for b in self.blocks])
-        real = (tokens != self.pad_id).cpu()
+        real = self.real_tokens(tokens).cpu()
         mask = real[:, None, None, :] & real[:, None, :, None] & causal_mask(tokens.shape[1])
         return AttentionMaps({"self": w}, {"self": mask.expand(w.shape[1:])})
 
@@ -260,19 +351,33 @@ def sample_next(logits: torch.Tensor, temperature: float = 0.0, top_k: int | Non
 @torch.no_grad()
 def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
              top_k: int | None = None, eos_id: int | None = None, use_cache: bool = True,
-             generator: torch.Generator | None = None) -> torch.Tensor:
+             generator: torch.Generator | None = None,
+             attention_mask: torch.Tensor | None = None,
+             sliding_window: bool = False) -> torch.Tensor:
     """Continue ``prompt`` (B, T0) long ids by up to ``max_new_tokens`` tokens.
 
     -> ids (B, T0 + n), the prompt included, n <= max_new_tokens.  Each step picks
     the next token with :func:`sample_next` (``temperature=0``: greedy argmax; else
     sampling, optionally from the ``top_k`` most likely tokens, reproducible with a
     seeded ``generator``).  The pad id is never chosen: it marks padding, not text.  A
-    row that has written ``eos_id`` gets the pad id from then on; generation stops when
-    every row has.  ``use_cache=True`` keeps every layer's
-    keys and values (:class:`KVCache`) and feeds the model only the newest token;
-    ``use_cache=False`` re-reads the whole sequence every step.  Both compute the same
-    logits (up to float rounding), so greedy output is the same either way.  Prompts
-    of different lengths: left-pad them with the model's pad id.
+    row that has written ``eos_id`` gets the pad id (``eos_id`` if the model has no pad
+    id) from then on; generation stops when every row has.  ``use_cache=True`` keeps
+    every layer's keys and values (:class:`KVCache`) and feeds the model only the
+    newest token; ``use_cache=False`` re-reads the whole sequence every step.  Both
+    compute the same logits (up to float rounding), so greedy output is the same
+    either way.
+
+    A batch of prompts of different lengths is padded on the LEFT (``d2l.pad_batch(
+    seqs, pad_id, side="left")``), so that every row's next token is in the last
+    column; each row then gets the positions and masks it would get alone.  Padding is
+    the model's ``pad_id``, or, for a model without one (``pad_id=None``, as GPT-2),
+    the False/0 entries of ``attention_mask`` (B, T0).  A pad after a real token
+    (right padding) is an error.
+
+    ``sliding_window=True`` continues past the model's ``max_len``: once the sequence
+    fills the context, each step reads only its last ``max_len`` tokens (as nanoGPT),
+    whose positions restart at 0.  Without it, ``T0 + max_new_tokens > max_len`` is an
+    error.  NaN logits raise :class:`NonFiniteLogitsError` (a ``ValueError``).
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a d2lmini GPT, got {type(model).__name__}")
@@ -287,13 +392,18 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
         raise TypeError(f"prompt must hold torch.long token ids, got {prompt.dtype}")
     model.check_tokens(prompt.cpu(), "prompt")  # on the host: a clear error on every device
     _check_int(max_new_tokens, "max_new_tokens", 0)
+    if not isinstance(sliding_window, bool):
+        raise TypeError(f"sliding_window must be True or False, got {sliding_window!r}")
     B, T0 = prompt.shape
-    if T0 > model.max_len:
-        raise ValueError(f"prompt has {T0} tokens but the model's max_len is {model.max_len}")
-    if T0 + max_new_tokens > model.max_len:
+    W = model.max_len
+    if T0 > W and not sliding_window:
+        raise ValueError(f"prompt has {T0} tokens but the model's max_len is {W} "
+                         f"(sliding_window=True reads only the last {W})")
+    if T0 + max_new_tokens > W and not sliding_window:
         raise ValueError(f"prompt ({T0} tokens) + max_new_tokens ({max_new_tokens}) = "
-                         f"{T0 + max_new_tokens} exceeds the model's max_len={model.max_len}: "
-                         f"ask for at most {model.max_len - T0} new tokens")
+                         f"{T0 + max_new_tokens} exceeds the model's max_len={W}: "
+                         f"ask for at most {W - T0} new tokens, or pass sliding_window=True "
+                         f"to keep only the last {W} tokens in view")
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not math.isfinite(temperature) or temperature < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), "
@@ -303,28 +413,50 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got "
                         f"{type(generator).__name__}")
-    ids = prompt.to(model.embedding.weight.device)
+    real = model.real_tokens(prompt.cpu(), None if attention_mask is None
+                             else attention_mask.cpu())                      # (B, T0)
+    right = real.cummax(1).values & ~real                 # padding after a real token
+    if right.any():
+        r, t = (int(i) for i in right.nonzero()[0])
+        raise ValueError(f"prompt row {r} has padding at column {t}, after a real token "
+                         f"(right padding): pad prompts on the LEFT, e.g. "
+                         f"d2l.pad_batch(seqs, pad_id, side='left'), so that every row "
+                         f"ends with its last real token")
+    if not real.any(1).all():
+        r = int((~real.any(1)).nonzero()[0])
+        raise ValueError(f"prompt row {r} is all padding: every row needs at least one "
+                         f"real token")
+    dev = model.embedding.weight.device
+    ids, real = prompt.to(dev), real.to(dev)
     if max_new_tokens == 0:
         return ids.clone()
+    fill = model.pad_id if model.pad_id is not None else eos_id   # after a row's eos
     was_training = model.training
     model.eval()
     try:
-        cache = model.new_cache(B, T0 + max_new_tokens) if use_cache else None
-        logits = model(ids, cache)[:, -1]                                     # (B, V)
-        done = torch.zeros(B, dtype=torch.bool, device=ids.device)
+        cache = model.new_cache(B, min(T0 + max_new_tokens, W)) if use_cache else None
+        logits = model(ids[:, -W:], cache, real[:, -W:])[:, -1]               # (B, V)
+        done = torch.zeros(B, dtype=torch.bool, device=dev)
         for step in range(max_new_tokens):
-            logits[:, model.pad_id] = float("-inf")                # padding is not text
+            if torch.isnan(logits).any():
+                rows = torch.isnan(logits).any(-1).nonzero()[:, 0].tolist()
+                raise NonFiniteLogitsError(
+                    f"the model's logits are NaN at generation step {step} (rows {rows}): "
+                    f"no token can be chosen; check the weights and the input")
+            if model.pad_id is not None:
+                logits[:, model.pad_id] = float("-inf")            # padding is not text
             next_id = sample_next(logits, float(temperature), top_k, generator)  # (B,)
             if eos_id is not None:
-                next_id = next_id.masked_fill(done, model.pad_id)  # finished rows: pad
+                next_id = next_id.masked_fill(done, fill)          # finished rows: pad
                 done |= next_id == eos_id
             ids = torch.cat([ids, next_id[:, None]], dim=1)        # (B, T0 + step + 1)
+            real = torch.cat([real, model.real_tokens(next_id[:, None])], dim=1)
             if step == max_new_tokens - 1 or (eos_id is not None and bool(done.all())):
                 break
-            if use_cache:
-                logits = model(next_id[:, None], cache)[:, -1]     # only the new token
-            else:
-                logits = model(ids)[:, -1]                         # the whole sequence again
+            if cache is not None and cache.length < cache.max_len:
+                logits = model(next_id[:, None], cache, real[:, -1:])[:, -1]   # new token only
+            else:                                   # the whole sequence (its last W) again
+                logits = model(ids[:, -W:], None, real[:, -W:])[:, -1]
     finally:
         model.train(was_training)
     return ids

@@ -125,6 +125,9 @@ def collect_attention(model, src: torch.Tensor | None = None, tgt: torch.Tensor 
 def _as_5d(w, kind: str) -> np.ndarray:
     """(T_q, T_k), (B, T_q, T_k), (B, h, T_q, T_k) or (L, B, h, T_q, T_k) -> 5-D array."""
     w = _np(w).astype(np.float32)
+    if 0 in w.shape:
+        raise ValueError(f"attention weights for {kind!r} are empty: shape {w.shape}; "
+                         f"expected at least one layer, batch row, head, query and key")
     if w.ndim == 2:
         return w[None, None, None]
     if w.ndim == 3:

@@ -29,6 +29,19 @@ def sharp_inline_figures() -> bool:
 sharp_inline_figures()
 
 
+# A phone shows a figure about 360 CSS px wide; a figure w inches wide is drawn at 100 px
+# per inch (matplotlib's dpi) and shrunk to fit, so text of s points comes out at about
+# s * 360 / (72 * w) px there.  Text at >= PHONE_PT_PER_INCH * w points stays >= 9 px.
+PHONE_PT_PER_INCH = 1.85
+MAX_WIDTH = 6.5   # inches: wider grids of heatmaps wrap into more rows (see show_heatmaps)
+
+
+def readable_size(width_in: float, lo: float = 9.0, hi: float = 14.0) -> float:
+    """Font size (points) that stays >= 9 CSS px when a phone shrinks a figure of
+    ``width_in`` inches to its width, within [lo, hi]."""
+    return float(min(hi, max(lo, PHONE_PT_PER_INCH * width_in)))
+
+
 def _np(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().float().cpu().numpy()
@@ -84,17 +97,19 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
         ax.set_xlim(xlim)
     if ylim is not None:
         ax.set_ylim(ylim)
+    size = readable_size(fig.get_figwidth(), lo=10.0, hi=16.0)  # >= 9 px on a phone
+    ax.tick_params(labelsize=size)
     if xlabel:
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(xlabel, fontsize=size)
     if ylabel:
-        ax.set_ylabel(ylabel)
+        ax.set_ylabel(ylabel, fontsize=size)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=size)
     if legend:  # below the axes (under the tick labels and the x label), never over the curves
         height_pt = ax.get_position().height * fig.get_figheight() * 72
-        below = (36 if xlabel else 20) / max(height_pt, 1.0)
+        below = (3.6 if xlabel else 2.0) * size / max(height_pt, 1.0)
         ax.legend(legend, loc="upper center", bbox_to_anchor=(0.5, -below),
-                  ncol=min(len(legend), 2), frameon=False, fontsize=9)
+                  ncol=min(len(legend), 2), frameon=False, fontsize=size)
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -120,6 +135,15 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
     if M.ndim not in (2, 3, 4):
         raise ValueError(f"matrices must be 2-D, 3-D or 4-D, got shape {M.shape}")
     n_used = M.shape[0] if M.ndim == 3 else None
+    if M.ndim == 3 and ncols is None and figsize is None:
+        # a row too wide for a phone wraps into rows of a divisor of n (no empty cells)
+        n, Tk = M.shape[0], M.shape[2]
+        fits = [c for c in range(1, n + 1) if n % c == 0
+                and max(1.6, cell_size * Tk + 0.6) * c + 1.0 <= MAX_WIDTH]
+        if fits and fits[-1] < n:
+            ncols = fits[-1]
+        elif not fits:
+            ncols = 1
     if M.ndim == 3 and ncols is not None:
         if ncols < 1:
             raise ValueError(f"ncols must be a positive int, got {ncols}")
@@ -157,6 +181,10 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
         w = max(1.6, cell_size * Tk + 0.6) * cols + 1.0
         h = max(1.4, cell_size * Tq + 0.6) * rows + 0.3
         figsize = (min(w, 16), min(h, 16))
+    # text readable on a phone: tick labels as large as their cells allow
+    size = readable_size(figsize[0], hi=13.0)
+    cell_in = min(cell_size, (figsize[0] - 1.0 - 0.6 * cols) / (cols * Tk))  # as drawn
+    ticks = min(size, max(7.0, cell_in * 72 * 0.9))
     fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False,
                              sharex=True, sharey=True, layout="constrained")
     cm = plt.get_cmap(cmap).with_extremes(bad="lightgrey")  # masked cells: grey
@@ -169,21 +197,24 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
             im = ax.imshow(m, cmap=cm, vmin=vmin, vmax=vmax, aspect="auto",
                            interpolation="nearest")
             ax.set_xticks(range(Tk), xlabels if xlabels is not None else range(Tk),
-                          rotation=90 if xlabels is not None else 0, fontsize=9)
-            ax.set_yticks(range(Tq), ylabels if ylabels is not None else range(Tq), fontsize=9)
+                          rotation=90 if xlabels is not None else 0, fontsize=ticks)
+            ax.set_yticks(range(Tq), ylabels if ylabels is not None else range(Tq),
+                          fontsize=ticks)
             if annotate:
                 for (r, c), v in np.ndenumerate(np.ma.filled(m, np.nan)):
                     if not np.isnan(v):
                         dark = (v - vmin) > 0.6 * (vmax - vmin)
-                        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        ax.text(c, r, f"{v:.2f}", ha="center", va="center",
+                                fontsize=min(size, cell_size * 72 * 0.45),
                                 color="white" if dark else "black")
             if titles is not None:
                 ax.set_title(titles[i * cols + j] if len(titles) == n_used else titles[j],
-                             fontsize=9)
+                             fontsize=size)
             if i == rows - 1 or (i + 1) * cols + j >= n_used:
-                ax.set_xlabel(xlabel)
+                ax.set_xlabel(xlabel, fontsize=size)
                 ax.tick_params(axis="x", labelbottom=True)
             if j == 0:
-                ax.set_ylabel(ylabel)
-    fig.colorbar(im, ax=axes, shrink=0.8)
+                ax.set_ylabel(ylabel, fontsize=size)
+    bar = fig.colorbar(im, ax=axes, shrink=0.8)
+    bar.ax.tick_params(labelsize=size)
     return fig

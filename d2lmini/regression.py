@@ -1,6 +1,8 @@
 """Linear and softmax regression from scratch (chapter 3): models, losses, SGD step."""
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Iterable
 
 import torch
@@ -34,8 +36,9 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int = 1) -> None:
     ``p -= lr * p.grad / batch_size``: pass ``batch_size`` when the loss was
     *summed* over the batch, leave it at 1 when the loss was already a mean.
     """
-    if lr <= 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (
+            math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     check_positive_int(batch_size, "batch_size")
     with torch.no_grad():
         for p in params:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AdditiveAttention
+from .transformer import check_token_ids
 from .utils import check_positive_int, check_tensor
 
 
@@ -21,10 +22,7 @@ def _check_tokens(tokens: torch.Tensor, name: str, vocab_size: int) -> None:
         raise TypeError(f"{name} must hold integer ids, got {tokens.dtype}")
     if tokens.numel() == 0:
         raise ValueError(f"empty batch: {name} of shape {tuple(tokens.shape)}")
-    lo, hi = int(tokens.min()), int(tokens.max())
-    if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"{name} id {lo if lo < 0 else hi} is out of range for a vocabulary "
-                         f"of size {vocab_size} (expected 0..{vocab_size - 1})")
+    check_token_ids(tokens, vocab_size)  # on an accelerator: on the device, no host sync
 
 
 class GRUEncoder(nn.Module):
@@ -108,6 +106,14 @@ class GRUSeq2Seq(nn.Module):
                         ("embed_size", embed_size), ("num_hiddens", num_hiddens),
                         ("num_layers", num_layers)):
             check_positive_int(v, name)
+        V = min(src_vocab_size, tgt_vocab_size)
+        if not isinstance(pad_id, int) or isinstance(pad_id, bool) or not 0 <= pad_id < V:
+            raise ValueError(f"pad_id must be an id in both vocabularies, 0..{V - 1}, "
+                             f"got {pad_id!r}")
+        # the constructor's arguments: d2l.save stores them, d2l.load rebuilds the model
+        self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                           embed_size=embed_size, num_hiddens=num_hiddens,
+                           num_layers=num_layers, pad_id=pad_id)
         self.pad_id = pad_id
         self.encoder = GRUEncoder(src_vocab_size, embed_size, num_hiddens, num_layers, pad_id)
         self.decoder = AttentionGRUDecoder(tgt_vocab_size, embed_size, num_hiddens, num_layers)

@@ -4,6 +4,7 @@ Each schedule is a plain function of the step number that returns a *multiplier*
 of the optimizer's base learning rate, so it plugs into
 ``torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)``, which calls it with
 step = 0, 1, 2, ... (call the scheduler's ``.step()`` once per training step).
+``d2l.train(..., scheduler=schedule)`` takes the function itself and does that wrapping.
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[i
     (LambdaLR's step 0 is s = 1), so 0^-0.5 never happens.  Use it with base lr 1.0.
     """
     _check_steps(d_model=d_model, warmup=warmup)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (
+            math.isfinite(factor) and factor > 0):
+        raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
 
     def lr(step: int) -> float:
         s = step + 1
@@ -43,6 +47,8 @@ def warmup_cosine_schedule(warmup: int, total: int, final: float = 0.0) -> Calla
     _check_steps(warmup=warmup, total=total)
     if warmup > total:
         raise ValueError(f"warmup ({warmup}) must not exceed total ({total})")
+    if isinstance(final, bool) or not isinstance(final, (int, float)) or not 0 <= final <= 1:
+        raise ValueError(f"final must be a multiplier in [0, 1], got {final!r}")
 
     def lr(step: int) -> float:
         s = step + 1

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 import random
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Set as AbstractSet
+from typing import Callable, Sequence
 
 import torch
 
@@ -13,15 +15,39 @@ from .utils import check_positive_int
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
+def _is_id(i) -> bool:
+    return isinstance(i, numbers.Integral) and not isinstance(i, bool)
+
+
 class Vocab:
     """Token <-> id.  Ids 0..3 are ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``; the other
     tokens follow by decreasing frequency, ties in first-seen order.
 
+    ``tokens``: an iterable of strings (a string gives its characters:
+    ``Vocab("hello")``).  A set has no fixed order (it changes from one Python process
+    to the next), so a set or frozenset is sorted first: ``Vocab(set(text))`` gives the
+    same ids in every run.  Tokens seen fewer than ``min_freq`` times are left out.
+
     Looking up a token that is not in the vocabulary returns the ``<unk>`` id
     (documented behaviour, not an error); decoding an id out of range raises.
+    ``Vocab.from_tokens(v.idx_to_token)`` rebuilds ``v`` exactly (``d2l.save`` stores
+    that list).
     """
 
     def __init__(self, tokens: Iterable[str] = (), min_freq: int = 1):
+        if isinstance(tokens, torch.Tensor) or not isinstance(tokens, Iterable):
+            raise TypeError(f"tokens must be an iterable of strings (e.g. a list of words or "
+                            f"a string of characters), got {type(tokens).__name__}")
+        check_positive_int(min_freq, "min_freq")
+        if isinstance(tokens, AbstractSet):
+            tokens = sorted(tokens, key=lambda t: (not isinstance(t, str), str(t)))
+        tokens = list(tokens)
+        bad = next((t for t in tokens if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"tokens must be strings, got {type(bad).__name__} {bad!r}"
+                            + (" (pass one flat list of tokens, e.g. "
+                               "[w for s in sentences for w in s])"
+                               if isinstance(bad, (list, tuple)) else ""))
         counts = Counter(tokens)
         self.idx_to_token = list(SPECIALS) + [
             t for t, c in sorted(counts.items(), key=lambda kv: -kv[1])
@@ -29,35 +55,199 @@ class Vocab:
         self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
 
+    @classmethod
+    def from_tokens(cls, idx_to_token: Sequence[str]) -> "Vocab":
+        """The vocabulary whose ``idx_to_token`` is exactly this list (specials first)."""
+        idx_to_token = list(idx_to_token)
+        if idx_to_token[:4] != list(SPECIALS) or not all(
+                isinstance(t, str) for t in idx_to_token) or len(set(idx_to_token)) != len(
+                idx_to_token):
+            raise ValueError(f"idx_to_token must be distinct strings starting with "
+                             f"{list(SPECIALS)}, got {idx_to_token[:6]!r}...")
+        v = cls()
+        v.idx_to_token = idx_to_token
+        v.token_to_idx = {t: i for i, t in enumerate(idx_to_token)}
+        return v
+
     def __len__(self) -> int:
         return len(self.idx_to_token)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Vocab) and self.idx_to_token == other.idx_to_token
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, tokens={self.idx_to_token[4:12]!r}...)"
 
     def __getitem__(self, token: str) -> int:
         return self.token_to_idx.get(token, self.unk_id)
 
     def encode(self, tokens: Sequence[str], bos: bool = False, eos: bool = False) -> list[int]:
-        ids = [self[t] for t in tokens]
+        """tokens (a list of strings, or a string: its characters) -> list of ids,
+        optionally with ``<bos>`` first and ``<eos>`` last.  Unknown tokens -> ``<unk>``."""
+        if isinstance(tokens, torch.Tensor) or not isinstance(tokens, Iterable):
+            raise TypeError(f"tokens must be a list of strings or a string, got "
+                            f"{type(tokens).__name__}")
+        ids = []
+        for t in tokens:
+            if not isinstance(t, str):
+                raise TypeError(f"tokens must be strings, got {type(t).__name__} {t!r}"
+                                + (" (encode one sequence at a time)"
+                                   if isinstance(t, (list, tuple)) else ""))
+            ids.append(self[t])
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
-    def decode(self, ids: Iterable[int], strip: bool = True) -> list[str]:
-        """ids -> tokens; ``strip`` drops <bos>/<pad> and stops at <eos>."""
+    def decode(self, ids, strip: bool = True, sep: str | None = None):
+        """ids -> tokens; ``strip`` drops <bos>/<pad> and stops at <eos>.
+
+        ``ids``: one sequence (a list of ints or a 1-D tensor) -> a list of tokens, or a
+        batch (a list of lists or a 2-D tensor (B, T)) -> a list of lists.  With ``sep``
+        the tokens are joined into text: ``sep=""`` for characters, ``sep=" "`` for
+        words (a batch gives a list of strings).
+        """
+        if sep is not None and not isinstance(sep, str):
+            raise TypeError(f"sep must be a string or None, got {type(sep).__name__}")
+        if isinstance(ids, torch.Tensor):
+            if ids.is_floating_point() or ids.is_complex() or ids.dim() not in (1, 2):
+                raise ValueError(f"ids must be integer token ids of shape (T,) or (B, T), "
+                                 f"got a {ids.dtype} tensor of shape {tuple(ids.shape)}")
+            ids = ids.tolist()
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a list of ints, a list of lists or a tensor, got "
+                            f"{type(ids).__name__}")
+        ids = list(ids)
+        if ids and all(isinstance(row, (list, tuple)) for row in ids):
+            return [self.decode(row, strip, sep) for row in ids]
         out = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+        for i in ids:
+            if not _is_id(i):
+                raise TypeError(f"ids must be integers, got {type(i).__name__} {i!r}")
             if not 0 <= i < len(self):
                 raise ValueError(f"id {i} is out of range for a vocabulary of size {len(self)}")
             if strip and i == self.eos_id:
                 break
             if not (strip and i in (self.pad_id, self.bos_id)):
                 out.append(self.idx_to_token[i])
-        return out
+        return out if sep is None else sep.join(out)
 
 
-def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
-    """Right-pad lists of ids into one (B, T_max) long tensor."""
+def _as_id_list(s, k: int) -> list[int]:
+    if isinstance(s, torch.Tensor):
+        if s.dim() != 1 or s.is_floating_point() or s.is_complex():
+            raise ValueError(f"sequence {k} must be a 1-D tensor of integer ids, got a "
+                             f"{s.dtype} tensor of shape {tuple(s.shape)}")
+        return s.tolist()
+    if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
+        raise TypeError(f"pad_batch expects sequences of integer ids (use vocab.encode "
+                        f"first), got {type(s).__name__} {s!r:.40} as sequence {k}")
+    s = list(s)
+    bad = next((i for i in s if not _is_id(i)), None)
+    if bad is not None:
+        raise TypeError(f"pad_batch expects integer ids, got {type(bad).__name__} {bad!r} "
+                        f"in sequence {k}" + (" (use vocab.encode first)"
+                                               if isinstance(bad, str) else ""))
+    return s
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "right"
+              ) -> torch.Tensor:
+    """Pad lists of ids into one (B, T_max) long tensor.
+
+    ``side="right"`` (default) puts the pads after the tokens: what ``Transformer``,
+    ``GRUSeq2Seq`` and training batches expect.  ``side="left"`` puts them before:
+    what ``d2l.generate`` needs for prompts of different lengths, so that every row's
+    last position is its last real token and the new tokens follow it.
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f'side must be "right" or "left", got {side!r}')
+    if not _is_id(pad_id):
+        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
+    if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
+        raise TypeError(f"seqs must be a list of id sequences, got {type(seqs).__name__}")
+    seqs = [_as_id_list(s, k) for k, s in enumerate(seqs)]
     if len(seqs) == 0:
         raise ValueError("cannot pad an empty batch")
     T = max(len(s) for s in seqs)
-    return torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
+    if side == "right":
+        rows = [s + [pad_id] * (T - len(s)) for s in seqs]
+    else:
+        rows = [[pad_id] * (T - len(s)) + s for s in seqs]
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def _check_ids(t, name: str, ndim: int) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(t).__name__}")
+    if t.dim() != ndim or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise ValueError(f"{name} must be a {ndim}-D tensor of integer ids, got a {t.dtype} "
+                         f"tensor of shape {tuple(t.shape)}")
+
+
+def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
+                     tokenize: Callable[[str], Sequence[str]] = list, device=None):
+    """Your own (source, target) pairs -> tensors for a ``Transformer``, and vocabularies.
+
+    ``pairs``: a list of (source, target) strings (or token lists).  ``tokenize`` splits
+    a string into tokens: ``list`` (default) gives characters, ``str.split`` words.
+    Without ``src_vocab``/``tgt_vocab`` they are built from the pairs (pass the
+    training set's vocabularies when you encode a test set: unknown tokens map to
+    ``<unk>``).  Returns ``(src (n, S), tgt_in (n, T), tgt_out (n, T), src_vocab,
+    tgt_vocab)``: right-padded with id 0; ``tgt_in`` = ``<bos>`` + target, ``tgt_out``
+    = target + ``<eos>``, so ``model(src, tgt_in)`` is trained to predict ``tgt_out``
+    (e.g. ``d2l.train(model, d2l.sequence_loss, opt, batches)`` with batches from
+    ``d2l.bucket_batches(src, tgt_in, tgt_out, 32)``).
+    """
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise TypeError(f"pairs must be a list of (source, target) pairs, got "
+                        f"{type(pairs).__name__}")
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("pairs is empty: expected at least one (source, target) pair")
+    for k, p in enumerate(pairs):
+        if not (isinstance(p, (tuple, list)) and len(p) == 2):
+            raise TypeError(f"pair {k} must be a (source, target) pair, got {p!r:.60}")
+    if not callable(tokenize):
+        raise TypeError(f"tokenize must be a function str -> tokens, got "
+                        f"{type(tokenize).__name__}")
+    for name, v in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if v is not None and not isinstance(v, Vocab):
+            raise TypeError(f"{name} must be a d2l.Vocab or None, got {type(v).__name__}")
+    tok = lambda x: tokenize(x) if isinstance(x, str) else list(x)
+    src_toks = [tok(s) for s, _ in pairs]
+    tgt_toks = [tok(t) for _, t in pairs]
+    src_vocab = src_vocab or Vocab([t for ts in src_toks for t in ts])
+    tgt_vocab = tgt_vocab or Vocab([t for ts in tgt_toks for t in ts])
+    src = pad_batch([src_vocab.encode(s) for s in src_toks], src_vocab.pad_id)
+    tgt = pad_batch([tgt_vocab.encode(t, bos=True, eos=True) for t in tgt_toks],
+                    tgt_vocab.pad_id)
+    return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device), src_vocab, tgt_vocab
+
+
+def lm_windows(ids, block_size: int, stride: int | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Language-model examples from one long id sequence: inputs and next-token targets.
+
+    ids: a list of ints or a 1-D integer tensor (e.g. ``vocab.encode(text)``) ->
+    ``(x (n, block_size), y (n, block_size))`` with ``y[i, t] = x[i, t + 1]``'s successor
+    in ``ids``: window i starts at ``i * stride`` (default ``block_size``: windows do
+    not overlap; ``stride=1``: every start).  A tail too short for a window is dropped.
+    Batch them with ``lambda: d2l.data_iter(batch_size, x, y)`` for ``d2l.train``
+    and train a ``GPT`` with ``d2l.sequence_loss`` (``pad_id=None`` if the text has no
+    padding).
+    """
+    check_positive_int(block_size, "block_size")
+    stride = block_size if stride is None else check_positive_int(stride, "stride")
+    if isinstance(ids, torch.Tensor):
+        _check_ids(ids, "ids", 1)
+        ids = ids.long().cpu()
+    else:
+        ids = torch.tensor(_as_id_list(ids, 0), dtype=torch.long)
+    n = (len(ids) - block_size - 1) // stride + 1
+    if len(ids) < block_size + 1 or n < 1:
+        raise ValueError(f"ids has {len(ids)} tokens: a window of block_size={block_size} "
+                         f"and its target need at least {block_size + 1}")
+    starts = torch.arange(n) * stride                                  # (n,)
+    idx = starts[:, None] + torch.arange(block_size)[None]             # (n, block_size)
+    return ids[idx], ids[idx + 1]
 
 
 def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
@@ -73,6 +263,10 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
     paper).  Yields (src (b, S_b), tgt_in (b, T_b), tgt_out (b, T_b)), b <= batch_size.
     """
     check_positive_int(batch_size, "batch_size"), check_positive_int(pool, "pool")
+    for name, t in (("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
+        _check_ids(t, name, 2)
+    if not _is_id(pad_id):
+        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
     if not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0]) or tgt_in.shape != tgt_out.shape:
         raise ValueError(f"src (n, S), tgt_in and tgt_out (n, T) disagree: {tuple(src.shape)}, "
                          f"{tuple(tgt_in.shape)}, {tuple(tgt_out.shape)}")
@@ -131,6 +325,17 @@ class DateTranslation:
 
     def __init__(self, n: int, seed: int = 0, exclude: "DateTranslation | None" = None,
                  formats: Sequence[str] | None = None):
+        if not _is_id(n):
+            raise TypeError(f"n (the number of pairs) must be an int, got "
+                            f"{type(n).__name__} {n!r}")
+        if not _is_id(seed):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+        if exclude is not None and not isinstance(exclude, DateTranslation):
+            raise TypeError(f"exclude must be another DateTranslation (the training set) or "
+                            f"None, got {type(exclude).__name__}")
+        if isinstance(formats, str) or not (formats is None or isinstance(formats, Iterable)):
+            raise TypeError(f"formats must be a list of format names such as "
+                            f"[{next(iter(FORMATS))!r}], got {formats!r}")
         self.formats = list(FORMATS) if formats is None else list(formats)
         unknown = [f for f in self.formats if f not in FORMATS]
         if unknown:
@@ -162,6 +367,5 @@ class DateTranslation:
 
     def tensors(self, device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(src (n, S), tgt_in (n, 11) = <bos> + ISO, tgt_out (n, 11) = ISO + <eos>)"""
-        src = pad_batch([self.src_vocab.encode(s) for s, _ in self.pairs])
-        tgt = pad_batch([self.tgt_vocab.encode(t, bos=True, eos=True) for _, t in self.pairs])
-        return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)
+        return pairs_to_tensors(self.pairs, self.src_vocab, self.tgt_vocab,
+                                device=device)[:3]

@@ -1,12 +1,17 @@
 """A small, general training loop with a progress bar and a loss history."""
 from __future__ import annotations
 
+import math
+import numbers
 import time
+from collections.abc import Iterable
 from contextlib import nullcontext
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import torch
 from tqdm.auto import tqdm
+
+from .regression import squared_loss
 
 
 class History:
@@ -77,9 +82,73 @@ def _on_cpu(batch) -> bool:
     return all(t.device.type == "cpu" for t in batch if isinstance(t, torch.Tensor))
 
 
+def _positive_number(value, name: str, allow_zero: bool = False) -> float:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        want = "a finite number >= 0" if allow_zero else "a finite number > 0"
+        raise ValueError(f"{name} must be {want}, got {value!r}")
+    return float(value)
+
+
+def _check_lrs(optimizer) -> None:
+    for i, group in enumerate(getattr(optimizer, "param_groups", [])):
+        lr = group.get("lr")
+        if isinstance(lr, torch.Tensor):
+            lr = lr.item() if lr.numel() == 1 else None
+        if isinstance(lr, numbers.Real) and not (math.isfinite(lr) and lr >= 0):
+            raise ValueError(f"the optimizer's learning rate must be a finite number >= 0, "
+                             f"got lr={lr!r} in param group {i}")
+
+
+def _as_batch(batch, k: int) -> tuple:
+    if isinstance(batch, torch.Tensor) or not isinstance(batch, (tuple, list)):
+        what = (f"a tensor of shape {tuple(batch.shape)}" if isinstance(batch, torch.Tensor)
+                else type(batch).__name__)
+        raise TypeError(f"each batch must be a tuple (*inputs, target), e.g. (X, y), got "
+                        f"{what} as batch {k}: pair inputs and targets, e.g. "
+                        f"list(zip(X.split(32), y.split(32))) or d2l.data_iter(32, X, y)")
+    if len(batch) < 2:
+        raise ValueError(f"each batch must be a tuple (*inputs, target) with at least 2 "
+                         f"items, got {len(batch)} item(s) as batch {k}")
+    return tuple(batch)
+
+
+def _check_dtypes(net, inputs) -> None:
+    """Floating inputs must have the parameters' dtype (float64 data into a float32
+    model would raise deep inside a layer, or silently compute in the wrong precision)."""
+    if not isinstance(net, torch.nn.Module):
+        return
+    p = next(net.parameters(), None)
+    if p is None or not p.is_floating_point():
+        return
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != p.dtype:
+            raise TypeError(f"input {i} of the batch is {x.dtype} but the model's parameters "
+                            f"are {p.dtype}: convert the data (X.to({p.dtype})) or the model "
+                            f"(net.to({x.dtype}))")
+
+
+def _check_output_target(out, target) -> None:
+    """Refuse a float target whose shape broadcasts against the output into a bigger
+    shape: (4, 1) against (4,) makes a (4, 4) loss, the mean of the wrong differences."""
+    if not (isinstance(out, torch.Tensor) and isinstance(target, torch.Tensor)):
+        return
+    if not (out.is_floating_point() and target.is_floating_point()) or out.shape == target.shape:
+        return
+    try:
+        full = torch.broadcast_shapes(out.shape, target.shape)
+    except RuntimeError:
+        return  # the loss raises its own error
+    if full != out.shape or full != target.shape:
+        raise ValueError(f"the model's output {tuple(out.shape)} and the target "
+                         f"{tuple(target.shape)} have different shapes that broadcast to "
+                         f"{tuple(full)}: the loss would compare every output with every "
+                         f"target; reshape one (e.g. y.reshape({tuple(out.shape)}))")
+
+
 def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Tensor],
           updater: torch.optim.Optimizer | Callable[[], None],
-          data: Iterable | Callable[[], Iterable], num_epochs: int = 1, *,
+          data: Iterable | Callable[[], Iterable], num_epochs: int | None = None, *,
           device: torch.device | str | None = None, scheduler=None,
           max_steps: int | None = None, max_seconds: float | None = None,
           grad_clip: float | None = None, amp: bool = False, compile: bool | dict = False,
@@ -94,26 +163,74 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     ``backward()`` that updates the parameters and zeroes their gradients
     (e.g. ``lambda: sgd([w, b], lr)``).  ``data`` is re-iterable (a DataLoader, a
     list) or a function returning a fresh iterator per epoch (e.g. ``data_iter``).
+    For sequences, ``loss=d2l.sequence_loss`` takes (B, T, V) logits and ignores pads.
 
-    Training stops after ``num_epochs``, ``max_steps`` or ``max_seconds``, whichever
-    comes first.  ``eval_fn()`` runs after each epoch, with ``net.eval()`` and under
+    How long: ``num_epochs`` passes over ``data`` (default 1), or ``max_steps``
+    optimizer steps exactly (over as many epochs as that takes; if you also pass
+    ``num_epochs``, whichever ends first), and at most ``max_seconds``.
+    ``scheduler``: an object with ``.step()`` (``torch.optim.lr_scheduler``), called
+    after every step, or a function step -> multiplier of the optimizer's lr (e.g.
+    ``d2l.warmup_cosine_schedule(100, 1000)``), which is wrapped in ``LambdaLR``.
+    ``grad_clip``: clip the gradients' total norm to this positive value.
+    ``eval_fn()`` runs after each epoch, with ``net.eval()`` and under
     ``torch.no_grad()``, and returns ``{name: value}`` appended to
-    ``history.metrics[name]``; ``callbacks(net, history)`` run after each step.
+    ``history.metrics[name]``; ``callbacks``, a list of functions ``cb(net, history)``,
+    run after each step.
     ``amp=True`` uses bfloat16 autocast on CUDA (no-op on CPU); ``compile=True`` runs
     ``torch.compile(net)`` (or pass a dict of its options, e.g. ``{"mode": "max-autotune"}``).
+    The progress bar counts steps (of a known total when ``max_steps`` is set or the
+    data has a length).
 
     The losses stay on the device and are read every ``sync_every`` steps (progress
     bar) and at the end, so the CPU does not wait for the GPU in between (see
     :class:`History`).  A net with a ``check_inputs(*inputs)`` method (e.g.
     ``Transformer``) has each batch checked on the CPU before it moves to the device.
+    Bad settings raise a ``ValueError``/``TypeError`` that names what was expected.
     """
-    if num_epochs < 1:
-        raise ValueError(f"num_epochs must be >= 1, got {num_epochs}")
+    for name, v in (("num_epochs", num_epochs), ("max_steps", max_steps)):
+        if v is None:
+            continue
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        if v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+    epochs = num_epochs if num_epochs is not None else (1 if max_steps is None else None)
+    if max_seconds is not None:
+        _positive_number(max_seconds, "max_seconds", allow_zero=True)
+    if grad_clip is not None:
+        _positive_number(grad_clip, "grad_clip")
     if not (hasattr(updater, "step") or callable(updater)):
         raise TypeError(f"updater must be an optimizer or a function, got {type(updater).__name__}")
-    if not isinstance(sync_every, int) or sync_every < 1:
+    if not callable(loss):
+        raise TypeError(f"loss must be a function (output, target) -> loss, got "
+                        f"{type(loss).__name__}")
+    if not callable(net):
+        raise TypeError(f"net must be a module or a function, got {type(net).__name__}")
+    if not isinstance(sync_every, int) or isinstance(sync_every, bool) or sync_every < 1:
         raise ValueError(f"sync_every must be a positive int, got {sync_every!r}")
+    if callable(callbacks) or isinstance(callbacks, (str, bytes)) or not isinstance(
+            callbacks, Iterable):
+        raise TypeError(f"callbacks must be a list of functions cb(net, history), got "
+                        f"{type(callbacks).__name__}: wrap one in a list, callbacks=[cb]")
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"each callback must be a function cb(net, history), got "
+                            f"{type(cb).__name__}")
+    if isinstance(data, torch.Tensor) or not (callable(data) or isinstance(data, Iterable)):
+        raise TypeError(f"data must be a list of (*inputs, target) batches, a DataLoader or "
+                        f"a function returning an iterator of them, got {type(data).__name__}")
     is_optim = hasattr(updater, "step") and hasattr(updater, "zero_grad")
+    if is_optim:
+        _check_lrs(updater)
+    if scheduler is not None and not hasattr(scheduler, "step"):
+        if not callable(scheduler):
+            raise TypeError(f"scheduler must have a .step() method or be a function step -> "
+                            f"lr multiplier, got {type(scheduler).__name__}")
+        if not isinstance(updater, torch.optim.Optimizer):
+            raise TypeError("a schedule function needs a torch.optim optimizer as updater "
+                            "(its lr is what the schedule multiplies)")
+        scheduler = torch.optim.lr_scheduler.LambdaLR(updater, scheduler)
     dev = torch.device(device) if device is not None else None
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if amp and dev is not None and dev.type == "cuda" else nullcontext())
@@ -121,14 +238,23 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     options = compile if isinstance(compile, dict) else {}
     forward = torch.compile(net, **options) if compile else net
     hist, start, stop = History(), time.perf_counter(), False
-    total = max_steps if max_steps is not None else num_epochs
-    bar = tqdm(total=total, desc=desc, disable=not progress, leave=True)
-    for epoch in range(num_epochs):
+    try:
+        per_epoch = None if callable(data) else len(data)
+    except TypeError:
+        per_epoch = None
+    totals = [t for t in (max_steps, None if per_epoch is None or epochs is None
+                          else epochs * per_epoch) if t is not None]
+    bar = tqdm(total=min(totals) if totals else None, desc=desc, disable=not progress,
+               leave=True, unit="step")
+    epoch = 0
+    while epochs is None or epoch < epochs:
         if isinstance(net, torch.nn.Module):
             net.train()
         n = 0
         for batch in (data() if callable(data) else data):
-            batch = tuple(batch)
+            batch = _as_batch(batch, hist.steps)
+            if hist.steps == 0:
+                _check_dtypes(net, batch[:-1])
             if check is not None and _on_cpu(batch):
                 check(*batch[:-1])  # bad ids: a clear error here, not a device-side assert
             batch = _to(batch, dev) if dev is not None else batch
@@ -136,7 +262,12 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
             if is_optim:
                 updater.zero_grad(set_to_none=True)
             with autocast:
-                l = loss(forward(*inputs), target)
+                out = forward(*inputs)
+                if hist.steps == 0 and loss is not squared_loss:  # it reshapes y itself
+                    _check_output_target(out, target)
+                l = loss(out, target)
+            if not isinstance(l, torch.Tensor):
+                raise TypeError(f"loss must return a tensor, got {type(l).__name__}")
             if l.dim() > 0:
                 l = l.mean()
             l.backward()
@@ -152,16 +283,17 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
                 cb(net, hist)
             if hist.steps % sync_every == 0:
                 hist.sync()  # read the waiting losses: here the CPU waits for the device
-                if max_steps is not None and progress:
-                    bar.set_postfix(loss=f"{hist.step_loss[-1]:.4f}", refresh=False)
-            if max_steps is not None:
-                bar.update(1)
+                if progress:
+                    bar.set_postfix(epoch=epoch + 1, loss=f"{hist.step_loss[-1]:.4f}",
+                                    refresh=False)
+            bar.update(1)
             if (max_steps is not None and hist.steps >= max_steps) or (
                     max_seconds is not None and time.perf_counter() - start >= max_seconds):
                 stop = True
                 break
         if n == 0:
-            raise ValueError(f"epoch {epoch + 1} of {num_epochs} got no batches from data "
+            of = f" of {epochs}" if epochs is not None else ""
+            raise ValueError(f"epoch {epoch + 1}{of} got no batches from data "
                              f"(empty, or a one-shot iterator used up by an earlier epoch?): "
                              f"pass a non-empty list, a DataLoader, or a function that "
                              f"returns a fresh iterator")
@@ -174,16 +306,16 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
                 metrics = eval_fn()
             if isinstance(net, torch.nn.Module):
                 net.train(was_training)
+            if not isinstance(metrics, dict):
+                raise TypeError(f"eval_fn must return a dict {{name: value}}, got "
+                                f"{type(metrics).__name__}")
             for k, v in metrics.items():
                 hist.metrics.setdefault(k, []).append(float(v))
-        if max_steps is None:
-            bar.update(1)
-            if progress:
-                bar.set_postfix(loss=f"{hist.epoch_loss[-1]:.4f}", refresh=False)
+        epoch += 1
         if stop:
             break
-    if max_steps is not None and progress:
-        bar.set_postfix(loss=f"{hist.step_loss[-1]:.4f}", refresh=False)
+    if progress and hist.steps:
+        bar.set_postfix(epoch=epoch, loss=f"{hist.step_loss[-1]:.4f}", refresh=False)
     bar.close()
     hist.sync()  # the last losses: waits for the device to finish
     hist.seconds = time.perf_counter() - start

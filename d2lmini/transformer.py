@@ -15,7 +15,7 @@ from torch import nn
 from .attention import MultiHeadAttention, mha_state_dict_from_torch
 from .masks import causal_mask, padding_mask
 from .norms import LayerNorm
-from .utils import check_positive_int, check_tensor
+from .utils import check_dropout, check_positive_int, check_tensor
 
 
 def _compiling() -> bool:
@@ -48,19 +48,31 @@ class PositionalEncoding(nn.Module):
     """x + PE[:T], PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...).
 
     Buffer ``pe``: (1, max_len, d_model).  forward(x (B, T, d_model)) -> same shape.
+    The table is a formula, not a weight: it is not saved in the state dict (a
+    ``max_len=5000`` table would be most of a small model's file), and a state dict
+    that holds one (older files) loads too: its ``pe`` is ignored, so a model loads
+    into another ``max_len``.
     """
 
     def __init__(self, d_model: int, dropout: float = 0.0, max_len: int = 5000):
         super().__init__()
+        for name, v in (("d_model", d_model), ("max_len", max_len)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
         if d_model < 1 or max_len < 1:
             raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and {max_len}")
+        check_dropout(dropout)
         self.dropout = nn.Dropout(dropout)
         pos = torch.arange(max_len, dtype=torch.float32)[:, None]          # (max_len, 1)
         div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
         pe = torch.zeros(max_len, d_model)
         pe[:, 0::2] = torch.sin(pos * div)
         pe[:, 1::2] = torch.cos(pos * div[: d_model // 2])
-        self.register_buffer("pe", pe[None])                                # (1, max_len, d)
+        self.register_buffer("pe", pe[None], persistent=False)              # (1, max_len, d)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        state_dict.pop(prefix + "pe", None)  # a table saved by an older version: rebuilt here
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor(x, "x", ndim=3)
@@ -132,6 +144,8 @@ class PositionWiseFFN(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        check_positive_int(d_model, "d_model"), check_positive_int(d_ff, "d_ff")
+        check_dropout(dropout)
         acts = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh, "sigmoid": torch.sigmoid}
         if activation not in acts:
             raise ValueError(f"activation must be one of {sorted(acts)}, got {activation!r}")
@@ -264,6 +278,10 @@ class Transformer(nn.Module):
     Ablation switches (chapter 9; the defaults are the paper's model): ``d_ff=0`` (no
     FFN sub-layer), ``pos_encoding`` ("sinusoidal", "learned", "concat", "none") and
     ``scale_embedding`` (multiply the embeddings by sqrt(d_model)).
+
+    ``pad_id`` marks padding in both vocabularies (``Vocab``'s is 0); ``max_len`` bounds
+    the source and target lengths.  ``.config`` holds the constructor's arguments, so
+    ``d2l.save(path, model, vocab)`` / ``d2l.load(path)`` rebuild the same model.
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512,
@@ -272,8 +290,28 @@ class Transformer(nn.Module):
                  max_len: int = 5000, pos_encoding: str = "sinusoidal",
                  scale_embedding: bool = True):
         super().__init__()
-        if not isinstance(d_ff, int) or d_ff < 0:
+        for name, v in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
+                        ("d_model", d_model), ("num_heads", num_heads),
+                        ("num_layers", num_layers), ("max_len", max_len)):
+            check_positive_int(v, name)
+        if not isinstance(d_ff, int) or isinstance(d_ff, bool) or d_ff < 0:
             raise ValueError(f"d_ff must be an int >= 0 (0: no FFN), got {d_ff!r}")
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        check_dropout(dropout)
+        V = min(src_vocab_size, tgt_vocab_size)
+        if not isinstance(pad_id, int) or isinstance(pad_id, bool) or not 0 <= pad_id < V:
+            raise ValueError(f"pad_id must be an id in both vocabularies, 0..{V - 1}, "
+                             f"got {pad_id!r}")
+        for name, v in (("norm_first", norm_first), ("scale_embedding", scale_embedding)):
+            if not isinstance(v, bool):
+                raise TypeError(f"{name} must be True or False, got {v!r}")
+        # the constructor's arguments, plain values: d2l.save stores them, d2l.load rebuilds
+        self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                           d_model=d_model, num_heads=num_heads, num_layers=num_layers,
+                           d_ff=d_ff, dropout=dropout, norm_first=norm_first, pad_id=pad_id,
+                           max_len=max_len, pos_encoding=pos_encoding,
+                           scale_embedding=scale_embedding)
         self.pad_id = pad_id
         enc = lambda: EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
         dec = lambda: DecoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
@@ -321,7 +359,15 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     src (B, S) -> ids (B, <= max_len) without <bos>.  A row stops after its <eos>;
     its later positions hold the pad id.  The encoder runs once; the decoder re-reads
     its whole prefix at every step (no key/value cache: simple, O(max_len^2)).
+    ``model``: an encoder-decoder with ``encode``/``decode`` (``Transformer``,
+    ``GRUSeq2Seq``); a decoder-only ``GPT`` continues a prompt with ``d2l.generate``.
     """
+    if not all(hasattr(model, a) for a in ("encode", "decode", "decoder", "pad_id")):
+        hint = " (for a GPT use d2l.generate(model, prompt, ...))" if hasattr(
+            model, "blocks") else ""
+        raise TypeError(f"greedy_decode needs an encoder-decoder model with encode() and "
+                        f"decode(), such as d2l.Transformer or d2l.GRUSeq2Seq, got "
+                        f"{type(model).__name__}{hint}")
     check_positive_int(max_len, "max_len")
     V = model.decoder.vocab_size
     for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
@@ -335,7 +381,11 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            next_id = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)   # (B,)
+            logits = model.decode(ys, memory, src_mask)[:, -1]          # (B, V)
+            if torch.isnan(logits).any():
+                raise ValueError("the model's logits are NaN (diverged training, or NaN "
+                                 "weights?): there is no most likely token to pick")
+            next_id = logits.argmax(-1)                                  # (B,)
             next_id = next_id.masked_fill(done, model.pad_id)    # finished rows: pad
             ys = torch.cat([ys, next_id[:, None]], dim=1)        # (B, t + 1)
             done |= next_id == eos_id
@@ -384,6 +434,31 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     uniform = -logp.mean(dim=-1)                                     # mean_c -log p_c
     loss = (1 - smoothing) * nll + smoothing * uniform
     return (loss * keep).sum() / keep.sum()
+
+
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int | None = 0,
+                  label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy of a batch of sequences, over the targets that are not padding.
+
+    logits (B, T, V) float, targets (B, T) integer ids -> scalar.  Positions whose target
+    is ``pad_id`` (``Vocab``'s is 0) count for nothing, so padding a batch further does
+    not change the loss; ``pad_id=None`` counts every position.  ``label_smoothing``
+    in [0, 1] (the paper uses 0.1) is :func:`label_smoothing_cross_entropy`'s.  Use it
+    as ``loss`` in ``d2l.train`` for a ``Transformer`` (``(src, tgt_in, tgt_out)``
+    batches) or a ``GPT`` (``(x, y)`` batches).  A batch whose targets are all padding
+    gives nan (nothing to average).
+    """
+    check_tensor(logits, "logits", ndim=3, floating=True)
+    check_tensor(targets, "targets", ndim=2)
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"logits (B, T, V) and targets (B, T) disagree: logits "
+                         f"{tuple(logits.shape)}, targets {tuple(targets.shape)}")
+    if pad_id is not None and (not isinstance(pad_id, int) or isinstance(pad_id, bool)):
+        raise TypeError(f"pad_id must be an int id or None, got {pad_id!r}")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
+        raise TypeError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
+    ignore = -100 if pad_id is None else pad_id
+    return label_smoothing_cross_entropy(logits, targets, float(label_smoothing), ignore)
 
 
 def state_dict_from_torch(state_dict: dict) -> dict:

@@ -35,6 +35,13 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return value
 
 
+def check_dropout(p, name: str = "dropout") -> float:
+    """Raise a clear ValueError unless ``p`` is a number in [0, 1)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {p!r}")
+    return float(p)
+
+
 def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
                  floating: bool = False) -> torch.Tensor:
     """Raise a clear error unless ``x`` is a tensor of the expected rank/dtype."""

@@ -27,6 +27,7 @@ from .transformer import PositionalEncoding
 from . import webfig
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PAD = "<pad>"  # the label of a padding position
 
 
 def ipywidgets_or_none():
@@ -63,7 +64,7 @@ def _b64(png: bytes) -> str:
 def _labels(tokens, example: int, n: int, what: str) -> list[str] | None:
     """Tick labels for one example: ``tokens`` is one sequence shared by every example
     (a list of str, or a str = its characters) or one sequence per example (a list of
-    lists/tuples).  Shorter sequences (padding) get empty labels."""
+    lists/tuples).  Positions past a shorter sequence are padding: labelled PAD."""
     if tokens is None:
         return None
     if isinstance(tokens, str) or all(isinstance(t, str) for t in tokens):
@@ -75,7 +76,7 @@ def _labels(tokens, example: int, n: int, what: str) -> list[str] | None:
         seq = [str(t) for t in tokens[example]]
     if len(seq) > n:
         raise ValueError(f"got {len(seq)} {what} for {n} positions")
-    return seq + [""] * (n - len(seq))
+    return seq + [PAD] * (n - len(seq))
 
 
 def _grid(h: int) -> tuple[int, int]:

@@ -283,3 +283,131 @@ def test_kv_cache_benchmark_rows():
     assert [r["new_tokens"] for r in rows] == [4, 8]
     assert all(r["same_output"] and r["cached_s"] > 0 and r["recompute_s"] > 0 for r in rows)
     assert rows[1]["cache_bytes"] == 2 * 2 * 1 * 11 * 16 * 4
+
+
+# ---------------------------------------------------------------- options (GPT-2's)
+def test_options_build_what_they_say():
+    m = tiny(pos_encoding="learned", scale_embedding=False, activation="gelu_tanh", bias=False,
+             tie_weights=True, pad_id=None, norm_eps=1e-6)
+    names = dict(m.named_parameters())
+    assert names["pos_encoding.weight"].shape == (40, 16)            # a trained table
+    assert not any(n.endswith(".bias") and ("W_" in n or "linear" in n) for n in names)
+    assert m.blocks[0].norm1.eps == 1e-6 and m.scale == 1.0
+    assert m.lm_head.weight is m.embedding.weight
+    # config: plain values that rebuild the same architecture
+    again = d2l.GPT(**m.config).to(DEV)
+    again.load_state_dict(m.state_dict())
+    x = ids(2, 9)
+    assert torch.equal(again.eval()(x), m(x))
+    assert m.config == again.config and all(
+        isinstance(v, (int, float, str, bool, type(None))) for v in m.config.values())
+    assert tiny().config["pos_encoding"] == "sinusoidal" and tiny().scale == 4.0   # sqrt(16)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh"])
+def test_activation_reaches_the_blocks(activation):
+    torch.manual_seed(0)
+    m = tiny(activation=activation, dtype=torch.float64)
+    ffn = m.blocks[1].ffn
+    h = torch.randn(50, 16, dtype=torch.float64, device=DEV)
+    want = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+            "gelu_tanh": lambda z: 0.5 * z * (1 + torch.tanh((2 / torch.pi) ** 0.5
+                                                             * (z + 0.044715 * z ** 3)))}
+    z = ffn.linear1(h)
+    assert torch.allclose(ffn(h), ffn.linear2(want[activation](z)), atol=1e-12)
+    others = [a for a in want if a != activation]
+    assert all(not torch.allclose(ffn(h), ffn.linear2(want[a](z)), atol=1e-6) for a in others)
+
+
+def test_learned_positions_and_no_scale_in_the_embedding():
+    m = tiny(pos_encoding="learned", scale_embedding=False, dtype=torch.float64)
+    x = ids(1, 5)
+    pos = torch.arange(5, device=DEV)[None]
+    assert torch.allclose(m.embed(x, pos), m.embedding(x) + m.pos_encoding.weight[:5][None])
+    # the table is what the model reads (a constant shift would vanish in the LayerNorm)
+    m.pos_encoding.weight.data[3] += torch.randn(16, dtype=torch.float64, device=DEV)
+    assert not torch.allclose(m(x)[:, 3], tiny(pos_encoding="learned", scale_embedding=False,
+                                                 dtype=torch.float64)(x)[:, 3])
+
+
+def test_without_a_pad_id_every_id_is_text_and_a_mask_marks_padding():
+    m0, mn = tiny(dtype=torch.float64), tiny(dtype=torch.float64, pad_id=None)
+    x = ids(2, 6)
+    x[:, :3] = 0
+    assert torch.allclose(m0(x[:, 3:]), m0(x)[:, 3:], atol=1e-12)   # pad_id=0: id 0 ignored
+    assert not torch.allclose(mn(x)[:, 3:], mn(x[:, 3:]), atol=1e-6)  # None: id 0 is a token
+    # left padding declared by the mask (any filler id) gives the unpadded logits
+    y = ids(2, 5, seed=3)
+    padded = torch.cat([torch.full((2, 3), 7, device=DEV), y], 1)
+    mask = torch.cat([torch.zeros(2, 3), torch.ones(2, 5)], 1).to(DEV)
+    assert torch.allclose(mn(padded, attention_mask=mask)[:, 3:], mn(y), atol=1e-12)
+    assert torch.allclose(mn(padded, attention_mask=mask.bool())[:, 3:], mn(y), atol=1e-12)
+    with pytest.raises(ValueError, match=r"attention_mask must have the tokens' shape \(2, 8\)"):
+        mn(padded, attention_mask=mask[:, 1:])
+    with pytest.raises(ValueError, match="booleans or 0/1"):
+        mn(padded, attention_mask=mask * 2)
+    with pytest.raises(ValueError, match="pad_id must be an id in 0..12 or None, got -1"):
+        d2l.GPT(13, pad_id=-1)
+    with pytest.raises(ValueError, match="activation must be one of.*got 'swish'"):
+        d2l.GPT(13, activation="swish")
+    with pytest.raises(ValueError, match="pos_encoding must be 'sinusoidal' or 'learned'"):
+        d2l.GPT(13, pos_encoding="rope")
+
+
+# ---------------------------------------------------------------- batched prompts
+@pytest.mark.parametrize("pad_id", [0, None])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_left_padded_batch_equals_one_prompt_at_a_time(pad_id, use_cache):
+    m = tiny(pad_id=pad_id, max_len=60)
+    seqs = [ids(1, T, seed=T)[0].tolist() for T in (2, 9, 5)]
+    batch = torch.tensor([[0] * (9 - len(s)) + s for s in seqs], device=DEV)
+    mask = None if pad_id is not None else (torch.arange(9) >= torch.tensor(
+        [[9 - len(s)] for s in seqs])).to(DEV)
+    out = d2l.generate(m, batch, 25, attention_mask=mask, use_cache=use_cache)
+    sampled = d2l.generate(m, batch, 25, attention_mask=mask, use_cache=use_cache,
+                           temperature=1.0, generator=torch.Generator().manual_seed(0))
+    for r, s in enumerate(seqs):
+        alone = d2l.generate(m, torch.tensor([s], device=DEV), 25)
+        assert torch.equal(out[r, 9 - len(s):], alone[0])
+        assert torch.equal(out[r, :9], batch[r])
+    assert not torch.equal(sampled, out)
+
+
+def test_right_padding_is_an_error_that_says_pad_on_the_left():
+    m = tiny()
+    p = torch.tensor([[3, 4, 5], [6, 0, 0]], device=DEV)
+    with pytest.raises(ValueError, match=r"row 1 has padding at column 1.*LEFT.*side='left'"):
+        d2l.generate(m, p, 2)
+    mn = tiny(pad_id=None)
+    with pytest.raises(ValueError, match="row 0 has padding at column 2"):
+        d2l.generate(mn, p, 2, attention_mask=torch.tensor([[1, 1, 0], [1, 1, 1]]))
+    with pytest.raises(ValueError, match="row 0 is all padding"):
+        d2l.generate(m, torch.tensor([[0, 0], [1, 2]], device=DEV), 2)
+
+
+# ---------------------------------------------------------------- past max_len, NaN
+@pytest.mark.parametrize("T0", [5, 25])
+def test_sliding_window_continues_past_max_len_as_nanogpt(T0):
+    m = tiny(max_len=16)
+    p = ids(2, T0)
+    a = d2l.generate(m, p, 30, sliding_window=True)
+    b = d2l.generate(m, p, 30, sliding_window=True, use_cache=False)
+    assert a.shape == (2, T0 + 30) and torch.equal(a, b)
+    seq = p                                    # nanoGPT: crop to the last block_size tokens
+    for _ in range(30):
+        logits = m(seq[:, -16:])[:, -1]
+        logits[:, 0] = float("-inf")
+        seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], 1)
+    assert torch.equal(a, seq)
+    if T0 < 16:                                # inside the window: the usual generation
+        assert torch.equal(a[:, :16], d2l.generate(m, p, 16 - T0))
+    with pytest.raises(ValueError, match="sliding_window=True"):
+        d2l.generate(m, p, 30)
+
+
+def test_nan_logits_raise_instead_of_emitting_a_token():
+    m = tiny()
+    m.lm_head.weight.data[2, 0] = float("nan")
+    for kw in (dict(), dict(temperature=1.0), dict(use_cache=False)):
+        with pytest.raises(ValueError, match="logits are NaN at generation step 0"):
+            d2l.generate(m, ids(2, 3), 4, **kw)

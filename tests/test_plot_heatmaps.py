@@ -1,4 +1,5 @@
 """d2lmini.show_heatmaps: a grid of heatmaps, token tick labels, masked cells, clear errors."""
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -94,3 +95,42 @@ def test_bad_inputs_raise():
         d2l.show_heatmaps(torch.rand(4))
     with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) does not broadcast"):
         d2l.show_heatmaps(w, mask=torch.ones(3, 3, dtype=torch.bool))
+
+
+def _smallest_px_on_phone(fig, phone_px=360):
+    """The smallest text of a figure, in CSS px, once a phone shrinks it to its width
+    (matplotlib draws 100 px per inch; tight bounding boxes only make it larger)."""
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+             if t.get_text().strip() and t.get_visible()]
+    w_px = fig.get_figwidth() * 100
+    return min(sizes) * 100 / 72 * min(1.0, phone_px / w_px)
+
+
+@pytest.mark.parametrize("shape", [(7, 7), (4, 9, 9), (8, 6, 6), (2, 3, 4, 5)])
+def test_heatmap_text_readable_on_a_phone(shape):
+    w = torch.rand(*shape)
+    Tq, Tk = shape[-2:]
+    fig = d2l.show_heatmaps(w, list("abcdefghi")[:Tk], list("abcdefghi")[:Tq])
+    assert _smallest_px_on_phone(fig) >= 9
+    assert fig.get_figwidth() <= 6.5 or len(shape) == 4  # rows of n matrices wrap
+    plt.close(fig)
+
+
+def test_wide_row_wraps_into_a_divisor_grid():
+    fig = d2l.show_heatmaps(torch.rand(8, 6, 6), titles=[f"h{i}" for i in range(8)])
+    heat = [ax for ax in fig.axes if ax.images]
+    assert len(heat) == 8 and len(fig.axes) == 9          # no empty cells: 2 x 4
+    assert [ax.get_title() for ax in heat] == [f"h{i}" for i in range(8)]
+    assert fig.get_figwidth() <= 6.5
+    fig = d2l.show_heatmaps(torch.rand(3, 4, 4))          # narrow enough: one row
+    assert len({round(ax.get_position().y0, 3) for ax in fig.axes if ax.images}) == 1
+    plt.close("all")
+
+
+@pytest.mark.parametrize("figsize", [(4.5, 3), (8, 3), (10, 4)])
+def test_curves_text_readable_on_a_phone(figsize):
+    fig = d2l.plot(torch.arange(10.0), [torch.arange(10.0) ** 2, torch.arange(10.0)],
+                   "x", "y", legend=["square", "line"], title="t", figsize=figsize)
+    assert _smallest_px_on_phone(fig) >= 9
+    plt.close(fig)

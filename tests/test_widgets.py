@@ -22,7 +22,7 @@ from d2lmini import widgets as W
 
 SRC = torch.tensor([[5, 6, 7, 8, 0], [9, 10, 11, 0, 0]])   # (B=2, S=5), pad id 0
 TGT = torch.tensor([[1, 4, 5, 6], [1, 7, 8, 0]])           # (B=2, T=4)
-SRC_TOK = [list("abcde"), list("fgh")]                      # second example: pads unlabelled
+SRC_TOK = [list("abcde"), list("fgh")]                      # second example: pads labelled <pad>
 TGT_TOK = [["<bos>", "x", "y", "z"], ["<bos>", "u", "v"]]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_attention_figure_one_head_all_heads_and_mean(maps, no_warnings):
     for h in range(2):
         np.testing.assert_allclose(image(fig, h).data, maps["decoder self"][1, 1, h].numpy())
         assert fig.axes[h].get_title() == f"head {h}"
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["<bos>", "u", "v", ""]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["<bos>", "u", "v", "<pad>"]
 
     fig = d2l.attention_figure(maps, "encoder self", head="mean")
     np.testing.assert_allclose(image(fig).data, maps["encoder self"][0, 0].mean(0).numpy(), rtol=1e-6)
@@ -183,7 +183,7 @@ def test_attention_explorer_controls_drive_the_figure(maps, no_warnings):
     assert ex.controls["layer"].max == 1 and ex.controls["example"].max == 1
     assert [v for _, v in ex.controls["head"].options] == ["all", "mean", 0, 1]
     np.testing.assert_allclose(image(ex.figure).data, maps["cross"][1, 1, 1].numpy(), rtol=1e-6)
-    assert [t.get_text() for t in ex.figure.axes[0].get_xticklabels()] == ["f", "g", "h", "", ""]
+    assert [t.get_text() for t in ex.figure.axes[0].get_xticklabels()] == ["f", "g", "h", "<pad>", "<pad>"]
 
     ex.update(head="mean", layer=0)                             # from code: controls follow
     assert ex.controls["head"].value == "mean" and ex.controls["layer"].value == 0

@@ -1,0 +1,98 @@
+"""Small trained models shipped with the package, and what they need to be read.
+
+``shakespeare_char.pt``: a character-level :class:`d2lmini.GPT` trained on tiny
+Shakespeare (``d2lmini/corpus/tinyshakespeare.txt``) by ``make_shakespeare.py`` in this
+folder; the last 10 % of the text is held out.  ``load_shakespeare()`` -> (model, vocab).
+"""
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+import torch
+import torch.nn.functional as F
+
+# the size of the shipped model; the rest are d2l.GPT's defaults
+CONFIG = {"d_model": 128, "num_heads": 4, "num_layers": 4, "d_ff": 512, "max_len": 128}
+
+
+class CharVocab:
+    """Characters <-> ids.  Id 0 is the GPT's pad id (never a character); the
+    characters of ``text``, sorted, get ids 1..len(chars)."""
+
+    def __init__(self, text: str = "", chars: list[str] | None = None):
+        self.chars = sorted(set(text)) if chars is None else list(chars)
+        self.idx = {c: i + 1 for i, c in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars) + 1
+
+    def encode(self, text: str) -> list[int]:
+        bad = sorted(set(text) - self.idx.keys())
+        if bad:
+            raise ValueError(f"characters {bad!r} are not in the vocabulary "
+                             f"(expected some of {''.join(self.chars)!r})")
+        return [self.idx[c] for c in text]
+
+    def decode(self, ids) -> str:
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else ids
+        return "".join(self.chars[i - 1] for i in ids if i != 0)
+
+
+def split_text(text: str, heldout: float = 0.1) -> tuple[str, str]:
+    """-> (first 90 %, last 10 %) of the text: train and held-out."""
+    cut = int(len(text) * (1 - heldout))
+    return text[:cut], text[cut:]
+
+
+@torch.no_grad()
+def heldout_loss(model, vocab: CharVocab, text: str, max_windows: int | None = None,
+                 batch_size: int = 64) -> float:
+    """Mean cross-entropy in nats per character of ``model`` on ``text``, read as
+    consecutive windows of ``model.max_len + 1`` characters (each window predicts its
+    last ``max_len`` characters); ``max_windows`` keeps only the first windows."""
+    T = model.max_len
+    ids = torch.tensor(vocab.encode(text))
+    n = (len(ids) - 1) // T
+    n = n if max_windows is None else min(n, max_windows)
+    if n == 0:
+        raise ValueError(f"text of {len(text)} characters is shorter than one window "
+                         f"of {T + 1}")
+    windows = torch.stack([ids[i * T:i * T + T + 1] for i in range(n)])   # (n, T + 1)
+    was_training, dev = model.training, model.embedding.weight.device
+    model.eval()
+    total = 0.0
+    try:
+        for b in range(0, n, batch_size):
+            w = windows[b:b + batch_size].to(dev)
+            logits = model(w[:, :-1]).float()                               # (b, T, V)
+            total += F.cross_entropy(logits.flatten(0, 1), w[:, 1:].flatten(),
+                                     reduction="sum").item()
+    finally:
+        model.train(was_training)
+    return total / (n * T)
+
+
+def load_shakespeare(device=None, dtype: torch.dtype = torch.float32, path=None):
+    """The shipped tiny-Shakespeare GPT -> (model in eval mode, CharVocab, info dict).
+
+    ``info`` holds how it was trained: steps, seconds, machine, held-out loss.
+    ``path``: another checkpoint written by ``make_shakespeare.py`` (default: the
+    shipped ``shakespeare_char.pt``)."""
+    from ..gpt import GPT
+    if path is None:
+        with resources.as_file(resources.files("d2lmini") / "checkpoints"
+                               / "shakespeare_char.pt") as p:
+            ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    else:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    model = GPT(**ckpt["config"])
+    model.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v
+                           for k, v in ckpt["state_dict"].items()})
+    model.to(device if device is not None else "cpu").eval()
+    return model, CharVocab(chars=ckpt["chars"]), dict(ckpt["train"])
+
+
+def bits(nats: float) -> float:
+    """nats per character -> bits per character."""
+    return nats / math.log(2)

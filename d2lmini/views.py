@@ -1,0 +1,172 @@
+"""Token-level attention views, in the manner of bertviz, that work without a kernel.
+
+* :func:`head_view`: the tokens twice, queries on the left and keys on the right, one
+  line from each query to each key whose opacity is the weight, one colour per head.
+  Hover (or tap) a token to keep only its lines; hover a line for its exact weight;
+  switch heads on and off, change layer, example and kind of attention.
+* :func:`model_view`: every layer (rows) and head (columns) at a glance, one small
+  heatmap each; click one to open it large, with the exact weight under the pointer.
+
+What a setting shows is decided by :func:`d2lmini.widgets.attention_view` (the function
+behind the attention explorer's heatmaps too): weights, masks and token labels.  The
+data come from :func:`d2lmini.collect_attention` (``AttentionMaps``).  Displayed, a view
+is one HTML output: its numbers, and the drawing code ``static/views.js`` and
+``static/views.css`` (package data, defined once per page).  The same output works live
+in Jupyter and Colab and in the static HTML book, where the book loads the two files
+once per page instead of repeating them (``_ext/d2lbook.py``).
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from importlib import resources
+
+import matplotlib
+import numpy as np
+
+from .maps import as_attention_maps
+from .webfig import PanelTable, lut
+from .widgets import attention_view
+
+MAX_VALUES = 2_000_000   # weights one view may embed (about 8 MB of page)
+
+
+def asset(name: str) -> str:
+    """The text of one of the package's static files (``static/<name>``)."""
+    return resources.files("d2lmini").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def head_colors(h: int) -> list[str]:
+    """One colour per head (matplotlib's tab10, repeated past ten heads)."""
+    cycle = matplotlib.colormaps["tab10"].colors
+    return [matplotlib.colors.to_hex(cycle[i % len(cycle)]) for i in range(h)]
+
+
+def view_data(attn, src_tokens=None, tgt_tokens=None, *, masks=None) -> dict:
+    """Every (kind, layer, example) of ``attn`` as the views draw it: for each, the query
+    and key labels and one panel (T_q, T_k) per head, masked cells flagged.  What each
+    setting shows is :func:`attention_view`'s (with ``head="all"``).
+
+    -> {"kinds": {kind: {"L", "B", "h"}}, "views": {"kind|layer|example": {"title",
+    "q", "k", "heads"}}, "panels", "masks", "labels"} (deduplicated; weights in
+    thousandths)."""
+    maps = as_attention_maps(attn, masks)
+    total = sum(int(np.prod(w.shape)) for w in maps.values())
+    if total > MAX_VALUES:
+        raise ValueError(f"{total:,} attention weights are too many for one page (at most "
+                         f"{MAX_VALUES:,}); select fewer examples or layers, e.g. "
+                         f"collect_attention(model, src[:4])")
+    table, views, kinds = PanelTable(), {}, {}
+    for kind, w in maps.items():
+        L, B, h = w.shape[:3]
+        kinds[kind] = {"L": int(L), "B": int(B), "h": int(h)}
+        for layer in range(L):
+            for example in range(B):
+                v = attention_view(maps, kind, layer, "all", example,
+                                   src_tokens=src_tokens, tgt_tokens=tgt_tokens)
+                n, Tq, Tk = v["values"].shape
+                m = v["mask"]
+                views[f"{kind}|{layer}|{example}"] = {
+                    "title": f"{kind} attention, layer {layer}, example {example}",
+                    "q": table.label(v["ylabels"] or [str(i) for i in range(Tq)]),
+                    "k": table.label(v["xlabels"] or [str(i) for i in range(Tk)]),
+                    "heads": [table.panel(v["values"][i], None if m is None else m[i])
+                              for i in range(n)]}
+    return {"kinds": kinds, "views": views, "panels": table.panels, "masks": table.masks,
+            "labels": table.labels}
+
+
+def _state(data: dict, kind, layer, example) -> dict:
+    kinds = data["kinds"]
+    kind = next(iter(kinds)) if kind is None else kind
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
+    L, B = kinds[kind]["L"], kinds[kind]["B"]
+    if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
+        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), got {layer!r}")
+    if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
+        raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
+    return {"kind": kind, "layer": int(layer) % L, "example": int(example)}
+
+
+def page_html(kind: str, data: dict) -> str:
+    """One self-contained HTML output: the CSS and script (defined once per page), the
+    numbers, and the call that draws them (deferred until the script is there: the book
+    loads it as a file at the end of the page)."""
+    vid = "d2lview-" + uuid.uuid4().hex[:12]
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return (f'<div class="d2l-view" id="{vid}" data-d2lview="{kind}"></div>\n'
+            f'<style data-d2l-asset="views.css">{asset("views.css")}</style>\n'
+            f'<script data-d2l-asset="views.js">{asset("views.js")}</script>\n'
+            f"<script>(function(){{var go=function(){{var r=document.getElementById('{vid}');"
+            f"if(r&&!r.firstChild)window.d2lviews.{kind}(r,{payload});}};"
+            f"if(window.d2lviews)go();else document.addEventListener('DOMContentLoaded',go);}})();"
+            f"</script>")
+
+
+class View:
+    """A view as a display object: the last line of a cell shows it (Jupyter, Colab and
+    the book alike); ``html()`` is its HTML, ``data`` the numbers it draws."""
+
+    kind = ""
+
+    def __init__(self, data: dict, state: dict):
+        self.data, self.state = data, state
+
+    def html(self) -> str:
+        return page_html(self.kind, {**self.data, "state": self.state})
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        k = self.data["kinds"]
+        shape = ", ".join(f"{n}: {v['L']} layers x {v['h']} heads x {v['B']} examples"
+                          for n, v in k.items())
+        return f"{type(self).__name__}({shape})"
+
+
+class HeadView(View):
+    kind = "head"
+
+
+class ModelView(View):
+    kind = "model"
+
+
+def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str | None = None,
+              layer: int = 0, example: int = 0, heads=None) -> HeadView:
+    """Queries on the left, keys on the right, a line per (query, key, head) whose opacity
+    is the weight; one colour per head.  In the page: hover or tap a token to keep only
+    its lines (tap again to let go), hover a line for its exact weight, toggle heads,
+    switch layer, example and kind.  ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as
+    in :func:`d2lmini.attention_explorer`; ``heads``: the heads shown first (all)."""
+    data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
+    state = _state(data, kind, layer, example)
+    h = data["kinds"][state["kind"]]["h"]
+    heads = list(range(h)) if heads is None else [int(x) for x in heads]
+    bad = [x for x in heads if not 0 <= x < h]
+    if bad or not heads:
+        raise ValueError(f"heads must be a non-empty list of ints in [0, {h - 1}], got {heads}")
+    data["colors"] = head_colors(max(v["h"] for v in data["kinds"].values()))
+    return HeadView(data, {**state, "heads": heads})
+
+
+def model_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str | None = None,
+               example: int = 0, open: tuple[int, int] | None = None,
+               cmap: str = "Reds") -> ModelView:
+    """Every layer (rows) and head (columns) as a small heatmap of one example; click
+    (or tap) one to open it large, where the pointer reads the exact weight.
+    ``open=(layer, head)`` opens one from the start."""
+    data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
+    state = _state(data, kind, 0, example)
+    del state["layer"]
+    if open is not None:
+        k = data["kinds"][state["kind"]]
+        if (not isinstance(open, (tuple, list)) or len(open) != 2
+                or not 0 <= open[0] < k["L"] or not 0 <= open[1] < k["h"]):
+            raise ValueError(f"open must be (layer, head) with layer in [0, {k['L'] - 1}] and "
+                             f"head in [0, {k['h'] - 1}], got {open!r}")
+        open = [int(open[0]), int(open[1])]
+    data["lut"] = lut(cmap, 128)
+    return ModelView(data, {**state, "open": open})
