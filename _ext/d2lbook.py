@@ -15,8 +15,15 @@ from this folder (``_config.yml``: ``sphinx.local_extensions``).  It
   the pages show and stores figures as faithful 256-colour PNGs;
 * adds ``_static/d2lbook.css`` / ``d2lbook.js``: working sidebar toggles at every width
   (sphinx-book-theme 1.3 with pydata-sphinx-theme >= 0.16 renders a second, hidden set
-  of toggles in an extra header bar and binds those), no extra header bar, output lines
-  that wrap instead of scrolling sideways.
+  of toggles in an extra header bar and binds those), no extra header bar, figures that
+  keep their aspect ratio at every width (myst-nb writes a fixed height on each image),
+  source listings and printouts that scroll sideways on a phone rather than wrap and
+  break Python's indentation, tables that keep words whole;
+* loads the explorers' and attention views' script and CSS (``d2lmini/static``, package
+  data) once per page, as files, on the pages that show one: each notebook output
+  carries its own copy (it must stand alone in Jupyter and Colab), the page drops them;
+* numbers figures (``numfig``), keeps raw TeX out of search snippets, ships no empty
+  general index, and loads the search index on the search page only.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import os
 import re
 import shutil
 import subprocess
+from importlib import resources
 
 from docutils import nodes
 from sphinx.util import logging
@@ -71,9 +79,30 @@ def _vendor(cache: str) -> str | None:
     return static
 
 
+def _package_static(cache: str) -> str | None:
+    """d2lmini's static files (the explorers' JS/CSS) copied to ``cache``/d2lmini, so
+    that they are served as ``_static/d2lmini/<name>``; -> the folder to serve."""
+    try:
+        src = resources.files("d2lmini").joinpath("static")
+        names = [f.name for f in src.iterdir() if f.name.endswith((".js", ".css"))]
+    except (ModuleNotFoundError, OSError):
+        return None
+    out = os.path.join(cache, "package-static")
+    os.makedirs(os.path.join(out, "d2lmini"), exist_ok=True)
+    for name in names:
+        with open(os.path.join(out, "d2lmini", name), "w", encoding="utf-8") as f:
+            f.write(src.joinpath(name).read_text(encoding="utf-8"))
+    return out
+
+
 def _config_inited(app, config) -> None:
     config.html_static_path = list(config.html_static_path) + [os.path.join(HERE, "_static")]
+    package = _package_static(os.path.join(app.srcdir, "_build", ".vendor"))
+    if package:
+        config.html_static_path = list(config.html_static_path) + [package]
     config.nb_ipywidgets_js = {}  # no widget manager (and no CDN fallback for one)
+    config.numfig = True          # "Fig. 3": every captioned figure is numbered
+    config.html_use_index = False  # no empty general index page
     static = _vendor(os.path.join(app.srcdir, "_build", ".vendor"))
     if static is None:
         log.info("[d2lbook] npm not available: MathJax loads from a CDN")
@@ -89,8 +118,8 @@ WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+
                          re.S)
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 DROP_SCRIPTS = ("scripts/fontawesome.js", "require.js", "embed-amd.js")
-FIG_JS_START = "<script>\n(function () {\nif (window.d2lfig) return;"
-FIG_JS = re.compile(re.escape(FIG_JS_START) + r".*?\n\}\)\(\);\n</script>", re.S)
+# d2lmini outputs carry their script and CSS, each marked with the package file it is
+ASSET = re.compile(r'<(script|style) data-d2l-asset="([\w.-]+)">.*?</\1>\n?', re.S)
 
 
 def _text(value: str) -> str:
@@ -140,12 +169,19 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
             kept.append(js)
     scripts[:] = kept  # in place: Sphinx holds this very list
     body = context.get("body")
-    if body and body.count(FIG_JS_START) > 1:
-        # d2lmini.webfig figures each carry the same script (an output must stand alone
-        # in Jupyter and Colab); one copy per page is enough: the first defines it
-        first = body.index(FIG_JS_START)
-        head, tail = body[:first + 1], body[first + 1:]
-        context["body"] = body = head + FIG_JS.sub("", tail)
+    if body and "data-d2l-asset" in body:
+        # each d2lmini output carries the script and CSS that draw it (it must stand
+        # alone in Jupyter and Colab); the page loads each file once instead
+        assets = []
+        for m in ASSET.finditer(body):
+            if m.group(2) not in assets:
+                assets.append(m.group(2))
+        context["body"] = body = ASSET.sub("", body)
+        for name in assets:
+            if name.endswith(".css"):
+                app.add_css_file(f"d2lmini/{name}")
+            else:
+                app.add_js_file(f"d2lmini/{name}", loading_method="defer")
     body = context.get("body")
     if body and "widget-view+json" in body:
         def repl(m):
@@ -257,8 +293,11 @@ def _build_finished(app, exc) -> None:
             if (f.endswith(".map") or rel == "scripts/fontawesome.js"
                     or (rel.startswith("vendor/fontawesome/") and f.endswith(".ttf"))):
                 os.remove(path)
-    # the theme's templates hard-code the Font Awesome script (and a preload of it)
+    # the theme's templates hard-code the Font Awesome script (and a preload of it), and
+    # the search index on every page (107 KB; only the search page searches: the
+    # search box sends the reader there)
     tag = re.compile(r'<(?:script|link)[^>]*scripts/fontawesome\.js[^>]*>(?:</script>)?\n?')
+    index = re.compile(r'[ \t]*<script src="(?:\.\./)*searchindex\.js"></script>\n?')
     for root, _, files in os.walk(app.outdir):
         for f in files:
             if f.endswith(".html"):
@@ -266,6 +305,8 @@ def _build_finished(app, exc) -> None:
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
                 new = tag.sub("", text)
+                if os.path.relpath(path, app.outdir) != "search.html":
+                    new = index.sub("", new)
                 if new != text:
                     with open(path, "w", encoding="utf-8") as fh:
                         fh.write(new)

@@ -127,12 +127,16 @@ class BERT(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """BERT's initialisation: every matrix and embedding N(0, 0.02²), biases 0,
-        LayerNorm gains 1."""
+        """Embeddings N(0, 1/d_model), linear layers Xavier-uniform (as the book's other
+        models), biases 0, LayerNorm gains 1.  BERT draws everything from N(0, 0.02²),
+        about these scales at d_model = 768; at d_model = 64, 0.02 would make the tied
+        output matrix, and with it the gradient into the encoder, 6x too small."""
         for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
-                if getattr(m, "bias", None) is not None:
+            if isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, std=self.d_model ** -0.5)
+            elif isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
                     nn.init.zeros_(m.bias)
             elif isinstance(m, LayerNorm):
                 nn.init.ones_(m.weight), nn.init.zeros_(m.bias)

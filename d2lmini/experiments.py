@@ -38,7 +38,7 @@ from . import ablation
 from .attention import set_fused_attention
 from .masks import padding_mask
 from .transformer import EncoderBlock, PositionalEncoding, Transformer
-from .utils import check_positive_int, set_seed
+from .utils import check_dropout, check_positive_int, set_seed
 
 __all__ = ["Runner", "default_workers", "date_run", "dates", "build_transformer",
            "NoResidualEncoderBlock", "encoder_states", "position_probe", "probe_run",
@@ -149,7 +149,7 @@ def date_run(data: dict | None = None, keep_model: bool = True, train_metrics: b
     ``keep_model=False`` drops the model from the result (less to send back).
     """
     d = dates(**(data or {}))
-    if any(k in train_kw for k in ("residual", "activation", "pe_growth")):
+    if any(k in train_kw for k in ("residual", "activation", "ffn_dropout", "pe_growth")):
         train_kw.setdefault("build", build_transformer)
     r = ablation.train_dates(d, **train_kw)
     if train_metrics:
@@ -182,8 +182,8 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "identity": _identity}
 
 
 def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool = True,
-                      activation: str = "relu", pe_growth: bool = False,
-                      **kw) -> Transformer:
+                      activation: str = "relu", ffn_dropout: float = 0.0,
+                      pe_growth: bool = False, **kw) -> Transformer:
     """``Transformer(src_vocab_size, tgt_vocab_size, **kw)`` with one piece changed, the
     parameters (and so, at one seed, the initial weights) left as they are:
 
@@ -191,6 +191,7 @@ def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool =
     (:class:`NoResidualEncoderBlock`), the decoder keeps them;
     ``activation``: the FFNs' activation, "relu" (default), "gelu" or "identity" (a
     linear FFN: the same parameters without the non-linearity);
+    ``ffn_dropout``: dropout on the FFNs' hidden units only (after the activation);
     ``pe_growth=True``: the encoder's sinusoidal encoding of position ``pos`` is
     multiplied by ``2 (pos + 1) / 30``: the same directions, with a norm that grows with
     the position instead of staying bounded (mean factor 1 over positions 0..28).
@@ -205,6 +206,7 @@ def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool =
     for blk in [*model.encoder.blocks, *model.decoder.blocks]:
         if blk.ffn is not None:
             blk.ffn.activation = ACTIVATIONS[activation]
+            blk.ffn.dropout.p = check_dropout(ffn_dropout, "ffn_dropout")
     if pe_growth:
         if type(model.encoder.pos_encoding) is not PositionalEncoding:
             raise ValueError("pe_growth needs pos_encoding='sinusoidal'")
@@ -282,13 +284,19 @@ def probe_run(data: dict | None = None, residual: bool = True, steps: int = 0,
 
 # ---------------------------------------------------------------- recall across a distance
 def recall_batch(batch_size: int, distance: int, vocab: int = 8,
-                 generator: torch.Generator | None = None):
-    """A token to remember, then ``distance`` distractors drawn from the same ``vocab``
-    ids: x (batch_size, distance + 1) long, y (batch_size,) = x[:, 0]."""
+                 generator: torch.Generator | None = None, marked: bool = True):
+    """A token to remember, then ``distance`` distractors: x (batch_size, distance + 1)
+    long, y (batch_size,) the class of x[:, 0].  ``marked=True``: the token to remember
+    comes from its own ids ``vocab..2*vocab-1`` (y = x[:, 0] - vocab) and the distractors
+    from ``0..vocab-1``, so a model can find it by what it is, not only by where it is;
+    ``marked=False``: all from ``0..vocab-1``, y = x[:, 0]."""
     check_positive_int(batch_size, "batch_size"), check_positive_int(distance, "distance")
     check_positive_int(vocab, "vocab", minimum=2)
     x = torch.randint(vocab, (batch_size, distance + 1), generator=generator)
-    return x, x[:, 0].clone()
+    y = x[:, 0].clone()
+    if marked:
+        x[:, 0] += vocab
+    return x, y
 
 
 class RecallGRU(nn.Module):
@@ -297,7 +305,7 @@ class RecallGRU(nn.Module):
 
     def __init__(self, vocab: int = 8, d_embed: int = 32, d_hidden: int = 40):
         super().__init__()
-        self.embedding = nn.Embedding(vocab, d_embed)
+        self.embedding = nn.Embedding(2 * vocab, d_embed)          # marked ids included
         self.rnn = nn.GRU(d_embed, d_hidden, batch_first=True)
         self.out = nn.Linear(d_hidden, vocab)
 
@@ -314,7 +322,7 @@ class RecallAttention(nn.Module):
                  num_layers: int = 1, max_len: int = 1024):
         super().__init__()
         self.scale = math.sqrt(d_model)
-        self.embedding = nn.Embedding(vocab, d_model)
+        self.embedding = nn.Embedding(2 * vocab, d_model)          # marked ids included
         self.pos = PositionalEncoding(d_model, max_len=max_len)
         self.blocks = nn.ModuleList(EncoderBlock(d_model, num_heads, d_ff)
                                     for _ in range(num_layers))
@@ -329,10 +337,12 @@ class RecallAttention(nn.Module):
 
 def recall_run(model: str = "gru", seed: int = 0, steps: int = 400, max_distance: int = 64,
                eval_distances: Sequence[int] = (1, 4, 16, 64), vocab: int = 8,
-               batch_size: int = 64, lr: float = 3e-3, n_eval: int = 500, **model_kw) -> dict:
+               batch_size: int = 64, lr: float = 3e-3, n_eval: int = 500,
+               marked: bool = True, **model_kw) -> dict:
     """Train ``model`` ("gru" or "attention") to recall the first token of sequences whose
     distance to it is drawn from 1..max_distance (one distance per batch), ``steps`` Adam
-    steps; then its accuracy on ``n_eval`` fresh sequences at each of ``eval_distances``.
+    steps (:func:`recall_batch`, ``marked``); then its accuracy on ``n_eval`` fresh
+    sequences at each of ``eval_distances``.
     Returns ``{"accuracy": {distance: share right}, "params", "seconds", "step_loss"}``."""
     makers = {"gru": RecallGRU, "attention": RecallAttention}
     if model not in makers:
@@ -345,7 +355,7 @@ def recall_run(model: str = "gru", seed: int = 0, steps: int = 400, max_distance
     losses, t0 = [], time.perf_counter()
     for _ in range(steps):
         dist = int(torch.randint(1, max_distance + 1, (1,), generator=gen))
-        x, y = recall_batch(batch_size, dist, vocab, gen)
+        x, y = recall_batch(batch_size, dist, vocab, gen, marked)
         loss = nn.functional.cross_entropy(net(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -356,7 +366,7 @@ def recall_run(model: str = "gru", seed: int = 0, steps: int = 400, max_distance
     acc, g = {}, torch.Generator().manual_seed(10_000 + seed)
     with torch.no_grad():
         for dist in eval_distances:
-            x, y = recall_batch(n_eval, dist, vocab, g)
+            x, y = recall_batch(n_eval, dist, vocab, g, marked)
             acc[dist] = net(x).argmax(-1).eq(y).float().mean().item()
     return {"accuracy": acc, "params": sum(p.numel() for p in net.parameters()),
             "seconds": seconds, "step_loss": losses}

@@ -519,9 +519,10 @@ def kv_cache_benchmark(lengths=(32, 64, 128, 256), model: GPT | None = None,
 
 # ------------------------------------------------------------------ text shipped with the package
 def load_corpus(name: str = "book.txt") -> str:
-    """Text shipped inside the package (``d2lmini/corpus/``), e.g. ``book.txt``: about
-    40 KB of this book's own English prose (from the chapters' text cells and the intro),
-    for a character-level language model.  Nothing is downloaded."""
+    """Text shipped inside the package (``d2lmini/corpus/``): ``book.txt``, this book's
+    own English prose (from the chapters' text cells and the intro), and
+    ``tinyshakespeare.txt`` (about 1 MB of Shakespeare's plays, Karpathy's char-rnn
+    corpus), for language models and tokenizers.  Nothing is downloaded."""
     files = resources.files("d2lmini") / "corpus"
     path = files / name
     if not path.is_file():

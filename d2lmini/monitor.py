@@ -20,15 +20,27 @@ from .maps import as_attention_maps, collect_attention
 from .widgets import _labels, _select, figure_png, in_kernel
 
 
-def _ema(x: np.ndarray) -> np.ndarray:
-    """Bias-corrected exponential moving average over ~1/25 of the curve (the smooth
-    loss curve: it lags little on short runs and hides minibatch noise on long ones)."""
-    beta = 1 - 1 / max(1, len(x) // 25)
-    out, avg = np.empty(len(x)), 0.0
-    for i, v in enumerate(x):
-        avg = beta * avg + (1 - beta) * v
-        out[i] = avg / (1 - beta ** (i + 1))
-    return out
+def window(n: int) -> int:
+    """Steps the smoothed loss averages over: ~1/25 of a curve of n steps."""
+    return max(1, n // 25)
+
+
+def smooth(x) -> np.ndarray:
+    """The smoothed loss curve: a centred moving mean over ``window(len(x))`` steps, its
+    window shrinking symmetrically near the ends.  Centred, it does not lag behind the
+    raw curve (an exponential average of k steps trails it by about k steps)."""
+    x = np.asarray(x, dtype=float)
+    n, r = len(x), window(len(x)) // 2
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    i = np.arange(n)
+    q = np.minimum(r, np.minimum(i, n - 1 - i))
+    return (c[i + q + 1] - c[i - q]) / (2 * q + 1)
+
+
+def recent_loss(x) -> float:
+    """The mean of the last ``window(len(x))`` losses (the loss a title quotes)."""
+    x = np.asarray(x, dtype=float)
+    return float(x[-window(len(x)):].mean())
 
 
 class _MonitorFigure:
@@ -47,8 +59,8 @@ class _MonitorFigure:
                                    right=0.9 if n_maps else 0.97, bottom=0.2, top=0.82,
                                    wspace=0.25 if n_maps > 1 else 0.35)
         self.ax = self.fig.add_subplot(gs[0])
-        self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8)
-        self.smooth, = self.ax.plot([], [], color="C0", lw=1.6)
+        self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8, label="each step")
+        self.smooth, = self.ax.plot([], [], color="C0", lw=1.6, label="centred mean")
         self.ax.set(yscale="log", xlabel="step", ylabel="loss", title="training loss")
         self.ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
         self.ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
@@ -83,11 +95,15 @@ class _MonitorFigure:
     def set(self, step: int, losses, attention, xlim=None, ylim=None) -> None:
         """losses: per-step losses so far; attention: (n_maps, T_q, T_k) or None."""
         y = np.asarray(losses, dtype=float)
-        x, smooth = np.arange(1, len(y) + 1), _ema(y)
+        x = np.arange(1, len(y) + 1)
         self.raw.set_data(x, y)
-        self.smooth.set_data(x, smooth)
+        self.smooth.set_data(x, smooth(y))
         if len(y):
-            self.ax.set_title(f"step {step}: loss {smooth[-1]:.3g}", fontsize=10)
+            k = window(len(y))
+            self.smooth.set_label(f"centred mean of {2 * (k // 2) + 1}")
+            self.ax.legend(loc="upper right", fontsize=9, frameon=False)
+            last = f" (last {k})" if k > 1 else ""
+            self.ax.set_title(f"step {step}: loss {recent_loss(y):.3g}{last}", fontsize=10)
             self.ax.set_xlim(xlim or (0, max(len(y), 2)))
             pos = y[y > 0]
             if ylim is not None:
@@ -268,7 +284,7 @@ class TrainingMonitor:
         table = webfig.PanelTable()
         xl, yl = self._labels or (None, None)
         data = {
-            "fps": fps, "losses": webfig._round(y), "smooth": webfig._round(_ema(y)),
+            "fps": fps, "losses": webfig._round(y),
             "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
             "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
                         [table.panel(a) for a in s["attention"]]} for s in frames],

@@ -33,7 +33,7 @@ sharp_inline_figures()
 # per inch (matplotlib's dpi) and shrunk to fit, so text of s points comes out at about
 # s * 360 / (72 * w) px there.  Text at >= PHONE_PT_PER_INCH * w points stays >= 9 px.
 PHONE_PT_PER_INCH = 1.85
-MAX_WIDTH = 6.5   # inches: wider grids of heatmaps wrap into more rows (see show_heatmaps)
+MAX_WIDTH = 8.6   # inches: wider grids of heatmaps wrap into more rows (see show_heatmaps)
 
 
 def readable_size(width_in: float, lo: float = 9.0, hi: float = 14.0) -> float:
@@ -182,7 +182,7 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
         h = max(1.4, cell_size * Tq + 0.6) * rows + 0.3
         figsize = (min(w, 16), min(h, 16))
     # text readable on a phone: tick labels as large as their cells allow
-    size = readable_size(figsize[0], hi=13.0)
+    size = readable_size(figsize[0], hi=16.0)
     cell_in = min(cell_size, (figsize[0] - 1.0 - 0.6 * cols) / (cols * Tk))  # as drawn
     ticks = min(size, max(7.0, cell_in * 72 * 0.9))
     fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False,

@@ -219,7 +219,8 @@ def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | N
     src = pad_batch([src_vocab.encode(s) for s in src_toks], src_vocab.pad_id)
     tgt = pad_batch([tgt_vocab.encode(t, bos=True, eos=True) for t in tgt_toks],
                     tgt_vocab.pad_id)
-    return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device), src_vocab, tgt_vocab
+    tgt_in = tgt[:, :-1].masked_fill(tgt[:, :-1] == tgt_vocab.eos_id, tgt_vocab.pad_id)
+    return src.to(device), tgt_in.to(device), tgt[:, 1:].to(device), src_vocab, tgt_vocab
 
 
 def lm_windows(ids, block_size: int, stride: int | None = None

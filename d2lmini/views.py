@@ -17,23 +17,14 @@ once per page instead of repeating them (``_ext/d2lbook.py``).
 """
 from __future__ import annotations
 
-import json
-import uuid
-from importlib import resources
-
 import matplotlib
 import numpy as np
 
 from .maps import as_attention_maps
-from .webfig import PanelTable, lut
+from .webfig import PanelTable, asset, lut, page_html
 from .widgets import attention_view
 
 MAX_VALUES = 2_000_000   # weights one view may embed (about 8 MB of page)
-
-
-def asset(name: str) -> str:
-    """The text of one of the package's static files (``static/<name>``)."""
-    return resources.files("d2lmini").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def head_colors(h: int) -> list[str]:
@@ -89,21 +80,6 @@ def _state(data: dict, kind, layer, example) -> dict:
     return {"kind": kind, "layer": int(layer) % L, "example": int(example)}
 
 
-def page_html(kind: str, data: dict) -> str:
-    """One self-contained HTML output: the CSS and script (defined once per page), the
-    numbers, and the call that draws them (deferred until the script is there: the book
-    loads it as a file at the end of the page)."""
-    vid = "d2lview-" + uuid.uuid4().hex[:12]
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    return (f'<div class="d2l-view" id="{vid}" data-d2lview="{kind}"></div>\n'
-            f'<style data-d2l-asset="views.css">{asset("views.css")}</style>\n'
-            f'<script data-d2l-asset="views.js">{asset("views.js")}</script>\n'
-            f"<script>(function(){{var go=function(){{var r=document.getElementById('{vid}');"
-            f"if(r&&!r.firstChild)window.d2lviews.{kind}(r,{payload});}};"
-            f"if(window.d2lviews)go();else document.addEventListener('DOMContentLoaded',go);}})();"
-            f"</script>")
-
-
 class View:
     """A view as a display object: the last line of a cell shows it (Jupyter, Colab and
     the book alike); ``html()`` is its HTML, ``data`` the numbers it draws."""
@@ -114,7 +90,8 @@ class View:
         self.data, self.state = data, state
 
     def html(self) -> str:
-        return page_html(self.kind, {**self.data, "state": self.state})
+        return page_html("views", "d2lviews", self.kind, {**self.data, "state": self.state},
+                         "d2l-view")
 
     def _repr_html_(self) -> str:
         return self.html()

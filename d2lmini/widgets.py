@@ -296,6 +296,8 @@ class Explorer:
                 if name in self._controls:
                     for attr, v in values.items():
                         setattr(self._controls[name], attr, v)
+                        if attr == "disabled":  # a control that cannot move is not shown
+                            self._controls[name].layout.display = "none" if v else ""
         finally:
             self._syncing = False
 
@@ -382,8 +384,9 @@ class AttentionExplorer(Explorer):
         return {"layer": {"max": max(L - 1, 0), "value": s["layer"], "disabled": L == 1},
                 "example": {"max": max(B - 1, 0), "value": s["example"], "disabled": B == 1},
                 "head": {"options": [("all heads", "all"), ("mean", "mean")]
-                                    + [(str(i), i) for i in range(h)], "value": s["head"]},
-                "kind": {"value": s["kind"]}}
+                                    + [(str(i), i) for i in range(h)], "value": s["head"],
+                         "disabled": h == 1},                 # one head: all = mean = 0
+                "kind": {"value": s["kind"], "disabled": len(self.maps) == 1}}
 
     def html(self) -> str:
         """Every setting, switchable without a kernel (see :func:`attention_html`)."""

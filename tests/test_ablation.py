@@ -28,7 +28,7 @@ def tokens(B=3, T=7, V=10, seed=1):     # ids valid in both vocabularies
 
 
 def test_default_model_keeps_its_names_and_modules():
-    keys = set(model().state_dict())
+    keys = set(model().state_dict()) | {n for n, _ in model().named_buffers()}
     for k in ["encoder.embedding.weight", "encoder.pos_encoding.pe", "decoder.pos_encoding.pe",
               "encoder.blocks.1.ffn.linear1.weight", "encoder.blocks.0.norm2.bias",
               "decoder.blocks.1.norm3.weight", "decoder.blocks.0.ffn.linear2.bias"]:
@@ -170,3 +170,32 @@ def test_summarize():
     assert ablation.summarize(rs) == pytest.approx((0.6, 0.5, 0.7))
     with pytest.raises(ValueError):
         ablation.summarize([])
+
+
+# ---------------------------------------------------------------- paired seeds, tables, spread
+def test_paired_differences_are_per_seed_and_refuse_unequal_lists():
+    a = [{"loss": 1.0}, {"loss": 2.0}, {"loss": 4.0}]
+    b = [{"loss": 0.5}, {"loss": 2.5}, {"loss": 1.0}]
+    assert ablation.paired(a, b, "loss") == [0.5, -0.5, 3.0]
+    with pytest.raises(ValueError, match="equally long"):
+        ablation.paired(a, b[:2], "loss")
+
+
+def test_table_prints_mean_min_max(capsys):
+    runs = {"x": [{"exact_match": 0.2, "loss": 1.0}, {"exact_match": 0.4, "loss": 3.0}]}
+    ablation.table(runs, ["x"])
+    out = capsys.readouterr().out.splitlines()
+    assert "0.300 [0.200, 0.400]" in out[1] and "2.000 [1.000, 3.000]" in out[1]
+
+
+def test_spread_plot_draws_one_dot_per_seed():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    runs = {"a": [{"loss": v} for v in (1.0, 2.0, 3.0)], "b": [{"loss": 5.0}] * 3}
+    ablation.spread_plot(ax, runs, ["a", "b"], "loss", highlight="a")
+    dots = [l for l in ax.lines if l.get_marker() == "o"]
+    assert [len(l.get_ydata()) for l in dots] == [3, 3]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    plt.close(fig)

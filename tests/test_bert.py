@@ -15,7 +15,7 @@ def small_bert(seed=0, **kw):
 
 
 # ------------------------------------------------------------------ the encoder stack
-def test_encoder_stack_equals_nn_transformer_encoder_forward_and_gradient():
+def test_encoder_stack_equals_nn_transformer_encoder_forward_and_gradient(one_thread):
     """BERT's blocks are post-norm encoder layers with GELU: copy the weights of
     nn.TransformerEncoder into them; same output and same gradients."""
     torch.manual_seed(0)
@@ -273,7 +273,7 @@ def test_masking_errors():
         d2l.mask_tokens(torch.zeros(2, 3, dtype=torch.long), 1, 3, [0, 1, 2])
 
 
-def test_learns_a_small_masked_task():
+def test_learns_a_small_masked_task(one_thread):
     """Each row is [CLS], four random words, then the same four again: a masked word is
     read off its twin in the other half, to its left or to its right.  After pre-training
     with mask_tokens, BERT fills one blank per row almost always (a guess: 1 in 16)."""

@@ -4,10 +4,14 @@ desktop (1280x800) and on a phone (390x844).
 Runs after `jupyter-book build` (``.ci/run`` does both): serves ``_build/html`` on
 localhost, blocks every request that leaves localhost (a classroom without internet),
 opens every page at both widths and checks what a reader would notice: every control
-of an explorer changes its figure, the chapter list is one tap away on a phone and the
-sidebar toggle works on a desktop, nothing scrolls sideways, no output line hides
-behind a scroll bar, figures are sharp and their text readable, no request leaves
-the book, no console error, no 404, and each page stays light.  Screenshots go to
+shown changes its figure (none that cannot), the chapter list is one tap away on a
+phone and the sidebar toggle works on a desktop, nothing scrolls sideways, no input
+cell or output line hides behind a scroll bar on a desktop, figures keep their aspect
+ratio, are sharp, their text readable and their alt text meaningful, the attention
+views answer hover and click, the explorers' script is loaded once, no request leaves
+the book (the search index only on the search page), no console error, no 404, and
+each page stays light.  Book-wide: at least five numbered, captioned block diagrams;
+search snippets without raw TeX; no empty index page.  Screenshots go to
 ``_build/screenshots/``.  Skipped when there is no built book or no Chromium, unless
 ``D2LMINI_BROWSER_TEST=1`` (set by CI) turns a skip into a failure.
 Run with ``-s`` to see each page's numbers (bytes fetched, controls that change a figure).
@@ -37,6 +41,9 @@ DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 PAGE_BUDGET = 3_000_000      # bytes fetched by one page, cold cache
 BOOK_BUDGET = 20_000_000     # bytes of the whole built book
 MIN_TEXT_PX = 9              # figure text as displayed
+ASPECT_TOLERANCE = 0.02      # an image's shown aspect ratio vs its own
+MIN_DIAGRAMS = 5             # numbered block diagrams (d2l.diagram) in the book
+VIEW_PAGES = ["chapters/08_transformer", "chapters/12_gpt"]  # head and model views
 
 
 def _need(ok: bool, why: str) -> None:
@@ -120,18 +127,22 @@ def _figure_markup(fig) -> str:
     return fig.evaluate("e => e.querySelector('.d2l-plot').innerHTML")
 
 
+FIGURES = ".d2l-fig, .d2l-view"
+
+
 def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int]:
-    """Move every control of every in-page figure; -> (controls that changed the figure,
-    enabled controls moved, descriptions of those that did not, disabled controls: a
-    slider with one position, e.g. "layer" of a one-layer model)."""
-    changed, total, dead, disabled = 0, 0, [], 0
-    for n, fig in enumerate(page.locator(".d2l-fig").all()):
+    """Move every shown control of every in-page figure and attention view; -> (controls
+    that changed the figure, controls moved, descriptions of those that did not, shown
+    controls that are disabled: a control that cannot change anything is not shown)."""
+    changed, total, dead, disabled = 0, 0, [], []
+    for n, fig in enumerate(page.locator(FIGURES).all()):
         fig.scroll_into_view_if_needed()
-        controls = fig.locator("button, input[type=range], select").all()
+        controls = [c for c in fig.locator("button, input[type=range], select").all()
+                    if c.is_visible()]
         pressed = [c for c in controls if c.get_attribute("aria-pressed") == "true"]
         for c in controls + pressed:  # the current kind's button is tried again at the end
             if c.is_disabled():
-                disabled += 1
+                disabled.append(c.evaluate("e => e.getAttribute('aria-label') || e.textContent"))
                 continue
             what = c.evaluate("e => e.tagName + ' ' + (e.getAttribute('aria-label') || e.textContent)")
             tag = c.evaluate("e => e.tagName")
@@ -162,7 +173,7 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
             if tag == "BUTTON" and "pause" in c.inner_text():
                 c.click()  # stop a playing animation before the next control
         heat = fig.locator("svg image")
-        if heat.count():  # the exact value under the pointer
+        if heat.count() and fig.evaluate("e => e.matches('.d2l-fig')"):  # exact value on hover
             readout = fig.locator(".d2l-readout")
             before = readout.inner_text()
             heat.first.hover()
@@ -185,6 +196,88 @@ def check_figures_sharp_and_readable(page) -> None:
           .map(t => parseFloat(t.getAttribute('font-size') || 11) * k).filter(px => px < m);
       })""", MIN_TEXT_PX - 0.05)
     assert not small, f"{len(small)} figure labels below {MIN_TEXT_PX} px, smallest {min(small):.1f} px"
+
+
+def check_images_keep_aspect(page) -> None:
+    """Every image is shown at its own aspect ratio (within 2 %), whatever the width."""
+    bad = page.evaluate("""(tol) => Array.from(document.querySelectorAll('article img'))
+        .filter(i => i.complete && i.naturalWidth > 0 && i.clientWidth > 20 && i.clientHeight > 0)
+        .map(i => [i.src.split('/').pop().slice(0, 16), i.clientWidth, i.clientHeight,
+                   (i.clientWidth / i.clientHeight) / (i.naturalWidth / i.naturalHeight)])
+        .filter(x => Math.abs(x[3] - 1) > tol)
+        .map(x => x[0] + ' ' + x[1] + 'x' + x[2] + ' (' + x[3].toFixed(2) + 'x its ratio)')""",
+                        ASPECT_TOLERANCE)
+    assert not bad, f"{len(bad)} figures stretched: {bad[:4]}"
+
+
+def check_alt_text(page) -> None:
+    """Every figure says what it shows: alt text, not a file name; SVG figures labelled."""
+    bad = page.evaluate("""() => Array.from(document.querySelectorAll('article .cell_output img, article figure img'))
+        .map(i => i.getAttribute('alt') || '')
+        .filter(a => a.trim().length <= 15 || /\\.(png|jpe?g|svg)$|^[\\w/.-]+$/.test(a.trim()))""")
+    assert not bad, f"{len(bad)} figures without meaningful alt text: {bad[:3]}"
+    unlabelled = page.locator(".d2l-fig svg[role=img]:not([aria-label]), "
+                              ".d2l-view svg[role=img]:not([aria-label])").count()
+    assert unlabelled == 0, f"{unlabelled} in-page figures without a label"
+
+
+def check_no_scrolling_input(page) -> None:
+    """On a desktop every input cell shows whole (the chapters keep code within 88
+    columns): nothing hides behind a sideways scroll."""
+    wide = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_input pre'))
+        .filter(e => e.scrollWidth > e.clientWidth + 2)
+        .map(e => e.textContent.split('\\n').filter(l => l.length > 88)[0] || e.textContent.slice(0, 60))""")
+    assert not wide, f"{len(wide)} input cells scroll sideways, e.g. {wide[:3]}"
+
+
+def check_assets_once(page) -> None:
+    """The explorers' and views' script and CSS: loaded once per page, as files."""
+    inline = page.locator("script[data-d2l-asset], style[data-d2l-asset]").count()
+    assert inline == 0, f"{inline} inline copies of the explorers' script/CSS"
+    srcs = page.evaluate("""() => Array.from(document.querySelectorAll(
+        'script[src*="d2lmini/"], link[href*="d2lmini/"]')).map(e => (e.src || e.href).split('?')[0])""")
+    assert len(srcs) == len(set(srcs)), f"loaded twice: {srcs}"
+    if page.locator(".d2l-fig").count():
+        assert any(s.endswith("/webfig.js") for s in srcs), srcs
+    if page.locator(".d2l-view").count():
+        assert any(s.endswith("/views.js") for s in srcs), srcs
+
+
+def check_views_respond(page, required: bool) -> int:
+    """Head views: hovering (or tapping) a token keeps only its lines and reads their
+    weights; model views: clicking a thumbnail opens it, the pointer reads a weight."""
+    heads = page.locator(".d2l-view[data-d2lview=head]").all()
+    models = page.locator(".d2l-view[data-d2lview=model]").all()
+    if required:
+        assert heads and models, f"{len(heads)} head views and {len(models)} model views"
+    for v in heads:
+        v.scroll_into_view_if_needed()
+        lines = v.locator(".d2l-lines line").count()
+        assert lines > 0, "a head view without lines"
+        tok = v.locator(".d2l-token[data-side=q]").nth(0)
+        if page.viewport_size["width"] < 500:
+            tok.tap()
+        else:
+            tok.hover()
+        page.wait_for_timeout(100)
+        state = v.get_attribute("data-state")
+        assert '"focus":["q",0]' in state, state
+        assert v.locator(".d2l-lines line").count() <= lines
+        assert re.search(r"attends to .*head \d+: '.*' \d\.\d+", v.locator(".d2l-readout").inner_text())
+        if page.viewport_size["width"] < 500:
+            tok.tap()  # let go
+    for v in models:
+        v.scroll_into_view_if_needed()
+        thumbs = v.locator(".d2l-thumb")
+        assert thumbs.count() >= 1
+        thumbs.last.click()
+        page.wait_for_timeout(100)
+        big = v.locator(".d2l-scroll image")
+        assert big.count() == 1, "clicking a head does not open it"
+        big.hover()
+        assert re.search(r"layer \d+, head \d+: query .*: (\d\.\d+|masked)$",
+                         v.locator(".d2l-readout").inner_text())
+    return len(heads) + len(models)
 
 
 def check_no_hidden_output(page) -> None:
@@ -287,7 +380,14 @@ def test_page_on_desktop(browser, path):
         assert "Traceback (most recent call last)" not in outputs
         assert "nbval" not in page.locator("article").inner_text().lower()
         check_no_hidden_output(page)
+        check_no_scrolling_input(page)
         check_figures_sharp_and_readable(page)
+        check_images_keep_aspect(page)
+        check_alt_text(page)
+        check_assets_once(page)
+        assert not any(u.split("?")[0].endswith("/searchindex.js") for u in v.bytes), \
+            "the search index loads on a page that does not search"
+        assert page.locator("a[href$='genindex.html']").count() == 0, "a link to an empty index"
         nav = page.locator("nav.bd-links a.reference.internal").count()
         assert nav >= len(TOC) - 1, f"navigation lists {nav} links for {len(TOC)} pages"
         if path in NOTEBOOKS:
@@ -298,10 +398,12 @@ def test_page_on_desktop(browser, path):
         page.screenshot(path=str(SHOTS / f"{name}-desktop.png"))
         changed, controls, dead, off = exercise_controls(page, f"{name}-desktop")
         assert not dead, f"controls that do not change their figure: {dead}"
+        assert not off, f"controls shown that cannot be moved: {off}"
+        views = check_views_respond(page, path in VIEW_PAGES)
         assert not v.errors, f"console errors after moving the controls: {v.errors}"
         sidebar_toggle_works_on_desktop(page)
         print(f"\n{path} desktop: {total:,} bytes fetched, {changed}/{controls} controls change a "
-              f"figure ({off} disabled: one position)")
+              f"figure, {views} attention views answer")
     finally:
         v.close()
 
@@ -314,10 +416,13 @@ def test_page_on_phone(browser, path):
         total = v.check_clean()
         no_sideways_scroll(page)
         check_figures_sharp_and_readable(page)
+        check_images_keep_aspect(page)
         page.screenshot(path=str(SHOTS / f"{name}-phone.png"))
         shown = chapter_list_one_tap_away(page, str(SHOTS / f"{name}-phone-nav.png"))
         changed, controls, dead, off = exercise_controls(page, f"{name}-phone")
         assert not dead, f"controls that do not change their figure: {dead}"
+        assert not off, f"controls shown that cannot be moved: {off}"
+        check_views_respond(page, path in VIEW_PAGES)
         no_sideways_scroll(page)
         assert not v.errors, f"console errors after moving the controls: {v.errors}"
         print(f"\n{path} phone: {total:,} bytes fetched, {changed}/{controls} controls change a "
@@ -333,3 +438,54 @@ def test_whole_book_is_light():
     assert total <= BOOK_BUDGET, f"the built book is {total:,} bytes (budget {BOOK_BUDGET:,})"
     maps = [str(p.relative_to(HTML)) for p in files if p.suffix == ".map"]
     assert not maps, f"source maps shipped: {maps[:5]}"
+
+
+def _diagram_figures() -> list[tuple[str, str]]:
+    """(page, figure name) of every notebook cell that draws a d2l.diagram."""
+    import json
+    found = []
+    for path in NOTEBOOKS:
+        nb = json.loads((ROOT / path).with_suffix(".ipynb").read_text())
+        for cell in nb["cells"]:
+            src = "".join(cell.get("source", ""))
+            fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            if cell["cell_type"] == "code" and "d2l.diagram(" in src and fig.get("name"):
+                found.append((path, fig["name"]))
+    return found
+
+
+def test_numbered_diagrams_with_captions():
+    """At least five block diagrams (d2l.diagram), each a numbered figure with a caption
+    in the built page, and referred to from the prose."""
+    _need((HTML / "index.html").exists(), "no built book: run jupyter-book build first")
+    shown = []
+    for path, name in _diagram_figures():
+        page = (HTML / path).with_suffix(".html").read_text(encoding="utf-8")
+        m = re.search(r'<figure[^>]*id="' + re.escape(name) + r'".*?</figure>', page, re.S)
+        assert m, f"{path}: figure {name} is not a numbered figure in the page"
+        fig = m.group(0)
+        number = re.search(r'<span class="caption-number">Fig\. (\d+)', fig)
+        caption = re.sub(r"<[^>]+>", "", fig.split("<figcaption>")[-1]).strip()
+        assert number and len(caption) > len(number.group(0)) + 10, f"{name}: no number or caption"
+        assert f'href="#{name}"' in page or f"#{name}\"" in page, f"{name}: never referred to"
+        shown.append(name)
+    assert len(shown) >= MIN_DIAGRAMS, f"{len(shown)} numbered diagrams: {shown}"
+
+
+def test_search_snippets_and_index(browser):
+    """Search works offline, its snippets show formulas as text rather than TeX source,
+    and the book ships no empty general index."""
+    assert not (HTML / "genindex.html").exists(), "an empty genindex.html is shipped"
+    v = Visit(browser, "search.html?q=softmax", DESKTOP)
+    try:
+        page = v.page
+        page.wait_for_selector("#search-results li", timeout=15000)
+        page.wait_for_timeout(1500)  # snippets are filled in as the pages load
+        hits = page.locator("#search-results li").count()
+        snippets = page.locator("#search-results p.context").all_inner_texts()
+        assert hits >= 3 and snippets, f"{hits} hits, {len(snippets)} snippets"
+        raw = [t for t in snippets if re.search(r"\\[()\[\]]|\\(sqrt|frac|mathbf|top)\b|\$\$", t)]
+        assert not raw, f"raw TeX in search snippets: {raw[:2]}"
+        v.check_clean()
+    finally:
+        v.close()

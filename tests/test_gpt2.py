@@ -17,7 +17,7 @@ CONFIGS = [dict(vocab_size=97, n_positions=64, n_embd=32, n_layer=2, n_head=4),
 
 def hf_model(i, seed=0, **kw):
     cfg = dict(CONFIGS[i], bos_token_id=CONFIGS[i]["vocab_size"] - 1,
-               eos_token_id=CONFIGS[i]["vocab_size"] - 1, initializer_range=0.2)
+               eos_token_id=CONFIGS[i]["vocab_size"] - 1, initializer_range=0.1)
     cfg.update(kw)
     torch.manual_seed(seed)
     return transformers.GPT2LMHeadModel(transformers.GPT2Config(**cfg)).eval()
@@ -160,3 +160,27 @@ def test_flops_and_kv_cache_arithmetic():
     assert gpt_kv_cache_bytes_per_token(m, 4) * 5 * 7 == d2l.kv_cache_bytes(m, 5, 7)
     with pytest.raises(ValueError, match="unknown model 'gpt5'"):
         gpt_param_count("gpt5")
+
+
+def test_config_from_a_dict_and_a_gpt2model_without_head():
+    from d2lmini.gpt2 import gpt_config_from_hf
+    kw = gpt_config_from_hf(dict(CONFIGS[1], activation_function="gelu_new"))
+    assert kw["d_ff"] == 80 and kw["norm_eps"] == 1e-6 and kw["pad_id"] is None
+    assert d2l.gpt_param_count(kw) == d2l.gpt_param_count(d2l.GPT(**kw))
+    hf = hf_model(0)
+    body = hf.transformer                          # a GPT2Model: the head is the embedding
+    ours = gpt2_from_hf(body)
+    x = rand_ids(2, 9, 97)
+    assert (ours(x) - hf(x).logits).abs().max() <= 1e-5
+
+
+def test_network_look_is_short_and_false_offline():
+    import socket
+    import time
+    with socket.socket() as s:                     # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = time.perf_counter()
+    assert not d2l.huggingface_reachable("127.0.0.1", port, timeout=1.0)
+    assert not d2l.huggingface_reachable("no-such-host.invalid", 443, timeout=1.0)
+    assert time.perf_counter() - t < 2.5

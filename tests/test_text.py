@@ -222,3 +222,79 @@ def test_bucket_batches_deterministic_and_checked():
         d2l.bucket_batches(*t, 0)
     with pytest.raises(ValueError, match="disagree"):
         d2l.bucket_batches(t[0][:5], t[1], t[2], 4)
+
+
+# ---------------------------------------------------------------- helpers for your own data
+
+
+def test_pad_batch_left_and_right():
+    seqs = [[5, 6, 7], [8], torch.tensor([9, 10])]
+    assert d2l.pad_batch(seqs, side="left").tolist() == [[5, 6, 7], [0, 0, 8], [0, 9, 10]]
+    assert d2l.pad_batch(seqs, pad_id=1, side="right").tolist() == [[5, 6, 7], [8, 1, 1],
+                                                                    [9, 10, 1]]
+
+
+def test_vocab_from_a_set_is_sorted_and_lists_keep_their_order():
+    assert d2l.Vocab({"b", "c", "a"}).idx_to_token[4:] == ["a", "b", "c"]
+    assert d2l.Vocab(frozenset("cab")).idx_to_token[4:] == ["a", "b", "c"]
+    assert d2l.Vocab(["b", "c", "a"]).idx_to_token[4:] == ["b", "c", "a"]   # first seen
+    v = d2l.Vocab("hello world")
+    assert d2l.Vocab.from_tokens(v.idx_to_token) == v
+    with pytest.raises(ValueError, match="starting with"):
+        d2l.Vocab.from_tokens(["a", "b"])
+
+
+def test_decode_a_batch_and_to_text():
+    v = d2l.Vocab("abc")
+    ids = torch.tensor([v.encode("cab", bos=True, eos=True), v.encode("ba", bos=True) + [0, 0]])
+    assert v.decode(ids) == [["c", "a", "b"], ["b", "a"]]
+    assert v.decode(ids, sep="") == ["cab", "ba"]
+    assert v.decode(ids[0], sep="-") == "c-a-b"
+    assert v.decode(ids.tolist(), sep="") == ["cab", "ba"]
+    assert v.decode([]) == []
+
+
+def test_pairs_to_tensors_matches_the_hand_made_tensors():
+    pairs = [("12", "21"), ("345", "543")]
+    src, tgt_in, tgt_out, sv, tv = d2l.pairs_to_tensors(pairs)
+    assert src.tolist() == [sv.encode("12") + [0], sv.encode("345")]
+    assert tgt_in.tolist() == [[1] + tv.encode("21") + [0], [1] + tv.encode("543")]
+    assert tgt_out.tolist() == [tv.encode("21") + [2, 0], tv.encode("543") + [2]]
+    # words, and the training set's vocabularies for a test set (unknown -> <unk>)
+    src2, _, _, sv2, _ = d2l.pairs_to_tensors([("a b", "c")], tokenize=str.split)
+    assert sv2.idx_to_token[4:] == ["a", "b"] and src2.tolist() == [[4, 5]]
+    test, _, _, sv3, tv3 = d2l.pairs_to_tensors([("19", "91")], sv, tv)
+    assert sv3 is sv and tv3 is tv and test.tolist() == [[sv["1"], sv.unk_id]]
+
+
+def test_date_translation_tensors_come_from_pairs_to_tensors():
+    data = d2l.DateTranslation(20, seed=3)
+    src, tgt_in, tgt_out = data.tensors()
+    ref = d2l.pairs_to_tensors(data.pairs, data.src_vocab, data.tgt_vocab)
+    assert all(torch.equal(a, b) for a, b in zip((src, tgt_in, tgt_out), ref))
+    assert tgt_in.shape == (20, 11) and (tgt_in[:, 0] == 1).all() and (tgt_out[:, -1] == 2).all()
+
+
+def test_lm_windows():
+    ids = list(range(10))
+    x, y = d2l.lm_windows(ids, 4)
+    assert x.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert y.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]]
+    x, y = d2l.lm_windows(torch.tensor(ids), 4, stride=1)
+    assert x.shape == (6, 4) and torch.equal(y[:, :-1], x[:, 1:])
+    assert x[-1].tolist() == [5, 6, 7, 8] and y[-1].tolist() == [6, 7, 8, 9]
+
+
+def test_sequence_loss_ignores_pads_and_equals_torch():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 7)
+    targets = torch.tensor([[4, 5, 6, 0], [3, 0, 0, 0]])
+    ref = torch.nn.functional.cross_entropy(logits.reshape(-1, 7), targets.flatten(),
+                                            ignore_index=0, label_smoothing=0.1)
+    assert torch.allclose(d2l.sequence_loss(logits, targets, label_smoothing=0.1), ref)
+    # more padding changes nothing
+    padded = d2l.sequence_loss(torch.cat([logits, torch.randn(2, 3, 7)], 1),
+                               torch.cat([targets, torch.zeros(2, 3, dtype=torch.long)], 1))
+    assert torch.allclose(padded, d2l.sequence_loss(logits, targets))
+    every = torch.nn.functional.cross_entropy(logits.reshape(-1, 7), targets.flatten())
+    assert torch.allclose(d2l.sequence_loss(logits, targets, pad_id=None), every)

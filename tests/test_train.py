@@ -286,3 +286,50 @@ def test_on_cuda_bad_token_ids_get_a_clear_error_before_the_batch_moves():
     with pytest.raises(ValueError, match=r"token id -1 is out of range for a vocabulary of size 11"):
         d2l.train(model, loss, torch.optim.SGD(model.parameters(), lr=0.1), [(src, tgt, tgt)],
                   device="cuda", progress=False)
+
+
+# ---------------------------------------------------------------- steps, schedules, progress
+
+
+def test_max_steps_runs_exactly_that_many_steps_over_several_epochs():
+    torch.manual_seed(0)
+    net = nn.Linear(2, 1)
+    data = [(torch.randn(4, 2), torch.randn(4, 1)) for _ in range(8)]   # 8 batches an epoch
+    hist = d2l.train(net, nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.01), data,
+                     max_steps=100, progress=False)
+    assert hist.steps == 100 and len(hist.step_loss) == 100
+    assert len(hist.epoch_loss) == 13          # 12 full epochs and the 4 steps of the 13th
+    hist = d2l.train(net, nn.MSELoss(), torch.optim.SGD(net.parameters(), lr=0.01), data,
+                     num_epochs=2, max_steps=100, progress=False)
+    assert hist.steps == 16                    # both given: whichever ends first
+
+
+def test_a_schedule_function_works_as_scheduler():
+    def run(scheduler_of):
+        torch.manual_seed(0)
+        net = nn.Linear(2, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        lrs = []
+        data = [(torch.randn(4, 2), torch.randn(4, 1)) for _ in range(5)]
+        d2l.train(net, nn.MSELoss(), opt, data, scheduler=scheduler_of(opt), progress=False,
+                  callbacks=[lambda n, h: lrs.append(opt.param_groups[0]["lr"])])
+        return lrs, net.weight.detach().clone()
+    sched = d2l.warmup_cosine_schedule(2, 5)
+    lrs_fn, w_fn = run(lambda opt: sched)
+    lrs_obj, w_obj = run(lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, sched))
+    assert lrs_fn == lrs_obj and torch.equal(w_fn, w_obj)
+    assert lrs_fn[0] == pytest.approx(0.1 * sched(1))
+    with pytest.raises(TypeError, match="needs a torch.optim optimizer"):
+        d2l.train(nn.Linear(2, 1), nn.MSELoss(), lambda: None,
+                  [(torch.randn(4, 2), torch.randn(4, 1))], scheduler=sched, progress=False)
+
+
+def test_progress_bar_counts_steps(capsys):
+    net = nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    batches = [(torch.randn(4, 2), torch.randn(4, 1)) for _ in range(3)]
+    d2l.train(net, nn.MSELoss(), opt, batches, num_epochs=2, desc="known")
+    assert "6/6" in capsys.readouterr().err
+    d2l.train(net, nn.MSELoss(), opt, lambda: iter(batches), num_epochs=2, desc="unknown")
+    err = capsys.readouterr().err
+    assert "unknown: " in err and "6step" in err.replace(" ", "")

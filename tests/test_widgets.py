@@ -226,7 +226,7 @@ def test_pe_explorer_controls(no_warnings):
 
 def payload(html, kind):
     """The numbers an explorer's HTML output embeds for its JavaScript."""
-    m = re.search(r"window\.d2lfig\." + kind + r"\(root,(.*)\);\}\)\(\);</script>", html, re.S)
+    m = re.search(r"window\.d2lfig\." + kind + r"\(r,(\{.*\})\);\};", html, re.S)
     assert m, f"no {kind} call in the HTML"
     return json.loads(m.group(1).replace("<\\/", "</"))
 
@@ -360,7 +360,8 @@ def test_monitor_snapshots_and_animation(no_warnings):
     d = payload(html, "monitor")                                 # numbers, drawn in the page
     assert [f["step"] for f in d["frames"]] == [1, 5, 15, 20]
     np.testing.assert_allclose(d["losses"], hist.step_loss[:20], rtol=1e-3)
-    np.testing.assert_allclose(d["smooth"], M._ema(np.array(hist.step_loss[:20])), rtol=1e-3)
+    assert "smooth" not in d                                     # the page smooths, as M.smooth
+    assert "function smooth(y)" in html and "centred mean of" in html
     last = d["panels"][d["frames"][-1]["panels"][0]]
     np.testing.assert_allclose(decode(last), att[0], atol=6e-4)
     assert d["mask"] == "".join("1" if x else "0" for x in mon._mask.ravel())
@@ -370,6 +371,23 @@ def test_monitor_snapshots_and_animation(no_warnings):
     _train(model, mon, 10)                                       # a second train() continues
     assert [s["step"] for s in mon.snapshots][-3:] == [24, 28, 33]
     assert len(mon.losses) == 33
+
+
+def test_smoothed_loss_is_centred_with_no_lag():
+    """The smoothed curve follows a falling loss without trailing it (an exponential
+    average of k steps lags ~k steps); it averages the noise away; the title quotes the
+    mean of the last window."""
+    steps = np.arange(500)
+    clean = 2.0 * np.exp(-steps / 150)
+    noisy = clean * (1 + 0.2 * np.random.default_rng(0).standard_normal(500))
+    s = M.smooth(noisy)
+    assert M.window(500) == 20 and s.shape == (500,)
+    mid = slice(20, 480)
+    assert np.abs(s[mid] - clean[mid]).mean() < 0.3 * np.abs(noisy[mid] - clean[mid]).mean()
+    assert abs(np.mean(s[mid] - clean[mid])) < 0.01            # no lag: no bias on a slope
+    np.testing.assert_allclose(M.smooth([1.0, 2.0, 6.0]), [1.0, 2.0, 6.0])  # window 1: itself
+    assert M.smooth([3.0, 1.0, 2.0, 4.0] * 25)[0] == 3.0        # ends: the window shrinks
+    assert M.recent_loss(noisy) == pytest.approx(noisy[-20:].mean())
 
 
 def test_monitor_live_display_updates_one_handle(monkeypatch, no_warnings):

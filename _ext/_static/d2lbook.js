@@ -45,3 +45,64 @@
   }, true);
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") close(); });
 })();
+
+/* Search results: the snippet under each hit is the page's text, where formulas are
+   still TeX source (MathJax typesets them in the page, not in the snippet).  Show them
+   as plain text: \(\sqrt{d_k}\) -> √d_k, \mathbf{W}^\top -> Wᵀ. */
+(function () {
+  var SYMBOLS = {cdot: "·", times: "×", top: "ᵀ", in: "∈", le: "≤", leq: "≤", ge: "≥", geq: "≥",
+    ne: "≠", neq: "≠", approx: "≈", sum: "Σ", prod: "Π", infty: "∞", to: "→", rightarrow: "→",
+    odot: "⊙", otimes: "⊗", ldots: "…", dots: "…", cdots: "⋯", log: "log", exp: "exp",
+    max: "max", min: "min", alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε",
+    varepsilon: "ε", eta: "η", theta: "θ", lambda: "λ", mu: "μ", pi: "π", sigma: "σ",
+    tau: "τ", phi: "φ", omega: "ω", Sigma: "Σ", Delta: "Δ", partial: "∂", nabla: "∇",
+    mathbb: "", quad: " ", qquad: " ", left: "", right: ""};
+  function plain(tex) {
+    var s = tex, prev;
+    do {  // innermost first
+      prev = s;
+      s = s.replace(/\\sqrt\{([^{}]*)\}/g, "√$1")
+           .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+           .replace(/\\(?:mathbf|mathrm|text|textrm|textbf|mathit|operatorname|boldsymbol|mathcal|mathbb|bm|hat|tilde|bar|vec)\{([^{}]*)\}/g, "$1");
+    } while (s !== prev);
+    s = s.replace(/\^\{?\\top\}?/g, "ᵀ").replace(/\\([A-Za-z]+)/g, function (m, name) {
+      return SYMBOLS.hasOwnProperty(name) ? SYMBOLS[name] : name;
+    });
+    return s.replace(/\\[,;:! ]/g, " ").replace(/[{}]/g, "").replace(/\s+/g, " ").trim();
+  }
+  function strip(text) {
+    return text.replace(/\\\(([\s\S]+?)\\\)|\\\[([\s\S]+?)\\\]|\$\$([\s\S]+?)\$\$/g, function (m, a, b, c) {
+      return plain(a || b || c);
+    });
+  }
+  function patch() {
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.d2lPlain) return;
+    var original = Search.htmlToText;
+    Search.htmlToText = function (html, anchor) { return strip(original(html, anchor)); };
+    Search.d2lPlain = true;
+  }
+  window.d2lPlainTeX = strip;
+  patch();
+  document.addEventListener("DOMContentLoaded", patch);
+})();
+
+/* Wide tables on a phone: a table of four or more columns reads as one card per row
+   (each value under its column's name; CSS in d2lbook.css), so no column is cut off
+   and no word is broken letter by letter. */
+(function () {
+  function label() {
+    document.querySelectorAll(".bd-article table").forEach(function (t) {
+      var head = t.querySelectorAll("thead th");
+      if (head.length < 4) return;
+      var names = Array.prototype.map.call(head, function (th) { return th.textContent.trim(); });
+      t.classList.add("d2l-cards");
+      t.querySelectorAll("tbody tr").forEach(function (tr) {
+        Array.prototype.forEach.call(tr.children, function (td, i) {
+          if (names[i]) td.setAttribute("data-label", names[i]);
+        });
+      });
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", label);
+  else label();
+})();

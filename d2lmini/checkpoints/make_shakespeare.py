@@ -41,6 +41,17 @@ def batches(ids: torch.Tensor, batch_size: int, context: int, generator: torch.G
         yield win[:, :-1], win[:, 1:]
 
 
+def machine() -> str:
+    """The CPU's name and core count, e.g. 'Intel(R) Xeon(R) ... (2 cores)'."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{name} ({os.cpu_count()} cores)"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=2400)
@@ -101,8 +112,7 @@ def main():
                   "warmup": args.warmup, "weight_decay": args.weight_decay,
                   "seed": args.seed, "threads": args.threads,
                   "seconds": round(seconds), "heldout_loss": round(held, 4),
-                  "machine": f"{platform.machine()} {platform.processor() or ''} "
-                             f"{os.cpu_count()} cores".strip(),
+                  "machine": machine(),
                   "torch": str(torch.__version__), "log": json.dumps(log)},
     }
     torch.save(ckpt, args.out)
