@@ -12,8 +12,8 @@ Shapes: tokens and segments (B, T) long ids; hidden (B, T, d_model); MLM logits
 from __future__ import annotations
 
 import functools
-import math
 import numbers
+from importlib import resources
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +24,8 @@ from .norms import LayerNorm
 from .transformer import EncoderBlock, _compiling, check_token_ids
 from .utils import check_positive_int, check_tensor
 
-__all__ = ["BERT", "mask_tokens", "bert_from_hf"]
+__all__ = ["BERT", "mask_tokens", "bert_from_hf", "CharVocab", "book_vocab", "book_windows",
+           "mlm_accuracy", "load_book_bert"]
 
 # the FFN's activation; BERT uses the exact GELU (Hugging Face's hidden_act "gelu")
 ACTIVATIONS = {"gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
@@ -346,3 +347,85 @@ def bert_from_hf(model) -> BERT:
         raise RuntimeError(f"weights left unset: {left}; unexpected: {unexpected}")
     dtype = sd["embeddings.word_embeddings.weight"].dtype
     return ours.to(dtype).train(model.training)
+
+
+# ------------------------------------------------------------------ chapter 14's corpus
+BOOK_CONFIG = {"d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 256, "max_len": 32}
+
+
+class CharVocab:
+    """Characters <-> ids with BERT's special tokens first: ``<pad>`` 0, ``[CLS]`` 1,
+    ``[SEP]`` 2, ``[MASK]`` 3, then the characters, sorted."""
+
+    SPECIALS = ("<pad>", "[CLS]", "[SEP]", "[MASK]")
+    pad_id, cls_id, sep_id, mask_id = 0, 1, 2, 3
+    special_ids = [0, 1, 2, 3]
+
+    def __init__(self, chars):
+        self.chars = sorted(set(chars))
+        self.itos = list(self.SPECIALS) + self.chars
+        self.stoi = {c: i for i, c in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        bad = sorted(set(text) - set(self.chars))
+        if bad:
+            raise ValueError(f"characters {bad!r} are not in the vocabulary")
+        return [self.stoi[c] for c in text]
+
+    def decode(self, ids) -> str:
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else ids
+        return "".join(self.itos[i] if i >= 4 else "_" if i == self.mask_id else ""
+                       for i in ids)
+
+
+def book_vocab(name: str = "book.txt"):
+    """-> (CharVocab, train ids, held-out ids): the shipped corpus as character ids, its
+    first 90 % for training, the last 10 % held out."""
+    text = (resources.files("d2lmini") / "corpus" / name).read_text(encoding="utf-8")
+    vocab = CharVocab(text)
+    ids = torch.tensor(vocab.encode(text))
+    cut = int(0.9 * len(ids))
+    return vocab, ids[:cut], ids[cut:]
+
+
+def book_windows(ids: torch.Tensor, batch_size: int, generator: torch.Generator | None = None,
+                 length: int = 32) -> torch.Tensor:
+    """batch_size random rows ``[CLS]`` + ``length - 1`` consecutive characters of
+    ``ids`` -> (batch_size, length) long."""
+    start = torch.randint(len(ids) - length + 1, (batch_size,), generator=generator)
+    rows = torch.stack([ids[s:s + length - 1] for s in start.tolist()])
+    return torch.cat([torch.full((batch_size, 1), CharVocab.cls_id), rows], 1)
+
+
+@torch.no_grad()
+def mlm_accuracy(model: BERT, ids: torch.Tensor, vocab: CharVocab, n: int = 1000,
+                 seed: int = 1) -> float:
+    """Fraction of masked characters the model restores, on ``n`` random windows of
+    ``ids`` masked by :func:`mask_tokens` (seeded: the same blanks for every model)."""
+    g = torch.Generator().manual_seed(seed)
+    x, y = mask_tokens(book_windows(ids, n, g, model.max_len), vocab.mask_id, len(vocab),
+                       vocab.special_ids, generator=g)
+    was_training = model.training
+    model.eval()
+    dev = model.token_embedding.weight.device
+    pred = model.mlm_logits(model(x.to(dev))).argmax(-1).cpu()
+    model.train(was_training)
+    sel = y != -100
+    return (pred[sel] == y[sel]).float().mean().item()
+
+
+def load_book_bert(path=None):
+    """The shipped BERT pre-trained on ``book.txt`` by ``d2lmini/checkpoints/make_bert.py``
+    -> (model in eval mode, CharVocab, info dict: steps, seconds, machine, log)."""
+    if path is None:
+        with resources.as_file(resources.files("d2lmini") / "checkpoints"
+                               / "bert_book.pt") as p:
+            ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    else:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    model = BERT(**ckpt["config"])
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval(), CharVocab(ckpt["chars"]), dict(ckpt["train"])

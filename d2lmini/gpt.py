@@ -413,8 +413,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got "
                         f"{type(generator).__name__}")
-    real = model.real_tokens(prompt.cpu(), None if attention_mask is None
-                             else attention_mask.cpu())                      # (B, T0)
+    if isinstance(attention_mask, torch.Tensor):
+        attention_mask = attention_mask.cpu()
+    real = model.real_tokens(prompt.cpu(), attention_mask)                   # (B, T0)
     right = real.cummax(1).values & ~real                 # padding after a real token
     if right.any():
         r, t = (int(i) for i in right.nonzero()[0])

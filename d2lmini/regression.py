@@ -36,9 +36,10 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int = 1) -> None:
     ``p -= lr * p.grad / batch_size``: pass ``batch_size`` when the loss was
     *summed* over the batch, leave it at 1 when the loss was already a mean.
     """
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (
-            math.isfinite(lr) and lr > 0):
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not math.isfinite(lr):
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if lr <= 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
     check_positive_int(batch_size, "batch_size")
     with torch.no_grad():
         for p in params:

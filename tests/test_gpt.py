@@ -381,6 +381,10 @@ def test_right_padding_is_an_error_that_says_pad_on_the_left():
     mn = tiny(pad_id=None)
     with pytest.raises(ValueError, match="row 0 has padding at column 2"):
         d2l.generate(mn, p, 2, attention_mask=torch.tensor([[1, 1, 0], [1, 1, 1]]))
+    with pytest.raises(TypeError, match="attention_mask must be a tensor.*got list"):
+        d2l.generate(mn, p, 2, attention_mask=[[1, 1, 1], [1, 1, 1]])
+    with pytest.raises(ValueError, match=r"attention_mask must have the tokens' shape"):
+        d2l.generate(mn, p, 2, attention_mask=torch.ones(2, 2))
     with pytest.raises(ValueError, match="row 0 is all padding"):
         d2l.generate(m, torch.tensor([[0, 0], [1, 2]], device=DEV), 2)
 
