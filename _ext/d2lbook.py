@@ -22,8 +22,8 @@ from this folder (``_config.yml``: ``sphinx.local_extensions``).  It
 * loads the explorers' and attention views' script and CSS (``d2lmini/static``, package
   data) once per page, as files, on the pages that show one: each notebook output
   carries its own copy (it must stand alone in Jupyter and Colab), the page drops them;
-* numbers figures (``numfig``), keeps raw TeX out of search snippets, ships no empty
-  general index, and loads the search index on the search page only.
+* keeps raw TeX out of search snippets (``d2lbook.js``) and loads the search index on
+  the search page only (``_config.yml`` numbers figures and drops the empty index).
 """
 from __future__ import annotations
 
@@ -101,8 +101,6 @@ def _config_inited(app, config) -> None:
     if package:
         config.html_static_path = list(config.html_static_path) + [package]
     config.nb_ipywidgets_js = {}  # no widget manager (and no CDN fallback for one)
-    config.numfig = True          # "Fig. 3": every captioned figure is numbered
-    config.html_use_index = False  # no empty general index page
     static = _vendor(os.path.join(app.srcdir, "_build", ".vendor"))
     if static is None:
         log.info("[d2lbook] npm not available: MathJax loads from a CDN")

@@ -16,6 +16,9 @@ def synthetic_data(w: torch.Tensor, b: float, num_examples: int,
     w: (d,)  ->  X: (num_examples, d), y: (num_examples, 1)
     """
     check_tensor(w, "w", ndim=1, floating=True)
+    if isinstance(num_examples, bool) or not isinstance(num_examples, int):
+        raise TypeError(f"num_examples must be an int, got {type(num_examples).__name__} "
+                        f"{num_examples!r}")
     if num_examples < 1:
         raise ValueError(f"num_examples must be >= 1, got {num_examples}")
     X = torch.randn(num_examples, len(w), generator=generator, dtype=w.dtype)

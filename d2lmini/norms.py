@@ -12,8 +12,8 @@ from .utils import check_positive_int, check_tensor
 
 
 def _check_eps(eps: float) -> None:
-    if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ValueError(f"eps must be a positive number, got {eps!r}")
 
 
 class LayerNorm(nn.Module):

@@ -12,8 +12,10 @@ from .utils import check_positive_int, check_tensor
 
 def linreg(X: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The linear model ``X w + b``.  X: (n, d), w: (d, 1), b: (1,) -> (n, 1)."""
-    check_tensor(X, "X", ndim=2)
-    check_tensor(w, "w", ndim=2)
+    check_tensor(X, "X", ndim=2, floating=True)
+    check_tensor(w, "w", ndim=2, floating=True)
+    if X.dtype != w.dtype:
+        raise TypeError(f"X is {X.dtype} but w is {w.dtype}: convert one (X.to({w.dtype}))")
     if X.shape[1] != w.shape[0]:
         raise ValueError(f"X has {X.shape[1]} features but w has shape "
                          f"{tuple(w.shape)}; expected w of shape ({X.shape[1]}, 1)")

@@ -161,6 +161,8 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "right
         raise ValueError(f'side must be "right" or "left", got {side!r}')
     if not _is_id(pad_id):
         raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
+    if pad_id < 0:
+        raise ValueError(f"pad_id must be an id >= 0, got {pad_id}")
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
         raise TypeError(f"seqs must be a list of id sequences, got {type(seqs).__name__}")
     seqs = [_as_id_list(s, k) for k, s in enumerate(seqs)]

@@ -373,6 +373,9 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < V:
             raise ValueError(f"{name} must be an id in 0..{V - 1}, got {i!r}")
+        if i == model.pad_id:
+            raise ValueError(f"{name}={i} is the model's pad id: the decoder would mask it "
+                             f"out (Vocab's ids are bos_id=1, eos_id=2)")
     check_tensor(src, "src", ndim=2)
     was_training = model.training
     model.eval()
@@ -416,7 +419,8 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     if logits.shape[:-1] != target.shape:
         raise ValueError(f"logits (..., V) and target (...) disagree: logits "
                          f"{tuple(logits.shape)}, target {tuple(target.shape)}")
-    if not 0.0 <= smoothing <= 1.0:
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not (
+            0.0 <= smoothing <= 1.0):
         raise ValueError(f"smoothing must be in [0, 1], got {smoothing}")
     V = logits.shape[-1]
     keep = target != ignore_index                                   # (...)

@@ -302,3 +302,30 @@ def test_learns_a_small_masked_task(one_thread):
         pred = model.mlm_logits(model(inputs)).argmax(-1)[torch.arange(500), where]
     acc = (pred == x[torch.arange(500), where]).float().mean().item()
     assert acc > 0.9, acc
+
+
+# ------------------------------------------------------------------ chapter 14's corpus
+def test_book_vocab_and_windows():
+    vocab, train_ids, held_ids = d2l.bert.book_vocab()
+    assert vocab.itos[:4] == ["<pad>", "[CLS]", "[SEP]", "[MASK]"]
+    assert vocab.decode(vocab.encode("attention")) == "attention"
+    assert len(train_ids) > 8 * len(held_ids) and train_ids.min() >= 4
+    rows = d2l.bert.book_windows(held_ids, 5, torch.Generator().manual_seed(0))
+    assert rows.shape == (5, 32) and (rows[:, 0] == vocab.cls_id).all()
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        vocab.encode("€")
+
+
+def test_shipped_checkpoint_restores_masked_characters():
+    """The pre-trained model of make_bert.py: config round trip, and far more masked
+    characters restored than by always guessing the most frequent one."""
+    model, vocab, info = d2l.bert.load_book_bert()
+    assert model.config == d2l.BERT(**model.config).config and info["steps"] > 0
+    _, train_ids, held_ids = d2l.bert.book_vocab()
+    acc = d2l.bert.mlm_accuracy(model, held_ids, vocab, n=300)
+    g = torch.Generator().manual_seed(1)
+    _, y = d2l.mask_tokens(d2l.bert.book_windows(held_ids, 300, g), vocab.mask_id,
+                           len(vocab), vocab.special_ids, generator=g)
+    top = torch.bincount(train_ids).argmax()
+    unigram = (y[y != -100] == top).float().mean().item()
+    assert acc > unigram + 0.15, (acc, unigram)

@@ -94,6 +94,11 @@ def test_mismatched_batch_and_dtype_in_attention():
     (lambda: _tiny_transformer(norm_first="yes"), r"norm_first must be True or False"),
     (lambda: d2l.Transformer(0, 12), r"src_vocab_size must be a positive int, got 0"),
     (lambda: d2l.GRUSeq2Seq(10, 10, pad_id=10), r"pad_id must be an id.*got 10"),
+    (lambda: d2l.synthetic_data(torch.ones(2), 0.0, 2.5), r"num_examples must be an int, got float"),
+    (lambda: next(d2l.data_iter(-1, torch.ones(4, 2), torch.ones(4))),
+     r"batch_size must be a positive int, got -1"),
+    (lambda: d2l.causal_mask(2.5), r"T must be an int, got float"),
+    (lambda: d2l.padding_mask(torch.ones(2, 3), 0), r"tokens must hold integer ids"),
 ])
 def test_bad_sizes_are_named(make, pattern):
     with pytest.raises((ValueError, TypeError), match=pattern):
@@ -107,6 +112,13 @@ def test_greedy_decode_wants_an_encoder_decoder():
         d2l.greedy_decode(gpt, torch.ones(1, 3, dtype=torch.long), 4, 1, 2)
     with pytest.raises(TypeError, match=r"encoder-decoder.*got Linear"):
         d2l.greedy_decode(nn.Linear(2, 2), torch.ones(1, 3, dtype=torch.long), 4, 1, 2)
+
+
+def test_greedy_decode_refuses_the_pad_id_as_bos_or_eos():
+    with pytest.raises(ValueError, match=r"bos_id=0 is the model's pad id"):
+        d2l.greedy_decode(_tiny_transformer(), torch.tensor([[4, 5]]), 3, 0, 2)
+    with pytest.raises(ValueError, match=r"pad_id must be an id >= 0, got -1"):
+        d2l.pad_batch([[4, 5], [6]], pad_id=-1)
 
 
 def test_greedy_decode_refuses_nan_logits():

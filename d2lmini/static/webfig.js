@@ -160,8 +160,10 @@ function select(parent, name, options, value, on, multiple) {
   var lab = h("label", {}, parent); h("span", {}, lab, name + " ");
   var s = h("select", multiple ? {multiple: "", size: 5, "aria-label": name} : {"aria-label": name}, lab);
   var fill = function (opts, val) {
+    var top = s.scrollTop;  // keep the list where the reader scrolled it
     s.innerHTML = "";
     opts.forEach(function (o) { var op = h("option", {value: String(o[1])}, s, o[0]); op.selected = multiple ? val.indexOf(o[1]) >= 0 : String(o[1]) === String(val); });
+    s.scrollTop = top;
   };
   fill(options, value);
   var chosen = function () { return Array.prototype.filter.call(s.options, function (o) { return o.selected; }).map(function (o) { return +o.value; }); };
@@ -172,10 +174,8 @@ function select(parent, name, options, value, on, multiple) {
       var o = e.target;
       if (!o || o.tagName !== "OPTION") return;
       e.preventDefault();  // a plain click would replace the selection
-      var top = s.scrollTop;
       o.selected = !o.selected;
-      s.scrollTop = top;
-      s.focus();
+      s.focus({preventScroll: true});
       on(chosen());
     });
   }
