@@ -18,7 +18,11 @@ same seed, same single thread.
 
 The function a worker runs must be importable (defined in a module, not in a notebook):
 :func:`date_run` trains a date translator (:func:`d2lmini.ablation.train_dates`) on a
-data set that each process builds once.
+data set that each process builds once.  Also here, the variants chapters 9-11 train:
+:func:`build_transformer` (no residual path, a linear / GELU FFN, dropout in the FFN, a
+positional encoding that grows with the position), :func:`probe_run` (how much position
+a linear probe finds after each encoder block) and :func:`recall_run` (recall a token
+from far back, GRU against attention).  :mod:`d2lmini.seqtasks` holds the other tasks.
 """
 from __future__ import annotations
 

@@ -263,7 +263,8 @@ def check_views_respond(page, required: bool) -> int:
         state = v.get_attribute("data-state")
         assert '"focus":["q",0]' in state, state
         assert v.locator(".d2l-lines line").count() <= lines
-        assert re.search(r"attends to .*head \d+: '.*' \d\.\d+", v.locator(".d2l-readout").inner_text())
+        assert re.search(r"attends to .*head \d+: '.*' [01](\.\d+)?",
+                         v.locator(".d2l-readout").inner_text())
         if page.viewport_size["width"] < 500:
             tok.tap()  # let go
     for v in models:
@@ -275,7 +276,7 @@ def check_views_respond(page, required: bool) -> int:
         big = v.locator(".d2l-scroll image")
         assert big.count() == 1, "clicking a head does not open it"
         big.hover()
-        assert re.search(r"layer \d+, head \d+: query .*: (\d\.\d+|masked)$",
+        assert re.search(r"layer \d+, head \d+: query .*: ([01](\.\d+)?|masked)$",
                          v.locator(".d2l-readout").inner_text())
     return len(heads) + len(models)
 
