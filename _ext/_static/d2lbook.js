@@ -56,14 +56,15 @@
     max: "max", min: "min", alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε",
     varepsilon: "ε", eta: "η", theta: "θ", lambda: "λ", mu: "μ", pi: "π", sigma: "σ",
     tau: "τ", phi: "φ", omega: "ω", Sigma: "Σ", Delta: "Δ", partial: "∂", nabla: "∇",
-    mathbb: "", quad: " ", qquad: " ", left: "", right: ""};
+    mathbb: "", quad: " ", qquad: " ", left: "", right: "", sqrt: "√"};
   function plain(tex) {
     var s = tex, prev;
     do {  // innermost first
       prev = s;
       s = s.replace(/\\sqrt\{([^{}]*)\}/g, "√$1")
            .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
-           .replace(/\\(?:mathbf|mathrm|text|textrm|textbf|mathit|operatorname|boldsymbol|mathcal|mathbb|bm|hat|tilde|bar|vec)\{([^{}]*)\}/g, "$1");
+           .replace(/\\(?:mathbf|mathrm|text|textrm|textbf|mathit|operatorname|boldsymbol|mathcal|mathbb|bm|hat|tilde|bar|vec)\{([^{}]*)\}/g, "$1")
+           .replace(/([_^])\{([^{}]*)\}/g, "$1$2");
     } while (s !== prev);
     s = s.replace(/\^\{?\\top\}?/g, "ᵀ").replace(/\\([A-Za-z]+)/g, function (m, name) {
       return SYMBOLS.hasOwnProperty(name) ? SYMBOLS[name] : name;
