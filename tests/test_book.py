@@ -302,3 +302,11 @@ def test_figures_have_captions_and_alt_text(nb):
 def test_code_fits_88_columns(nb):
     long = [l for c in code_cells(nb) for l in c.source.splitlines() if len(l) > 88]
     assert not long, f"{len(long)} code lines longer than 88 columns, e.g. {long[0]!r}"
+
+
+def test_printed_lines_fit_88_columns(nb):
+    """What a cell prints fits the page as its code does (88 columns): a desktop reader
+    sees every output line whole, without a sideways scroll."""
+    long = [l for c in code_cells(nb) for o in c.outputs if o.output_type == "stream"
+            for l in o.text.splitlines() if len(l) > 88]
+    assert not long, f"{len(long)} printed lines longer than 88 columns, e.g. {long[0]!r}"
