@@ -201,12 +201,13 @@ def paired(variant: list[dict], baseline: list[dict], key: str = "exact_match") 
 
 
 def table(results: dict[str, list[dict]], names, keys=("exact_match", "loss"),
-          width: int = 14) -> None:
-    """Print ``mean [min, max]`` of each key over the runs (seeds) of each name."""
-    print(f"{'variant':<{width}}" + "".join(f"{k:>22}" for k in keys))
+          width: int = 14, col: int = 21) -> None:
+    """Print ``mean [min, max]`` of each key over the runs (seeds) of each name: a first
+    column ``width`` wide, then one of ``col`` characters per key."""
+    print(f"{'variant':<{width}}" + "".join(f"{k:>{col}}" for k in keys))
     for n in names:
         cells = ["{:.3f} [{:.3f}, {:.3f}]".format(*summarize(results[n], k)) for k in keys]
-        print(f"{n:<{width}}" + "".join(f"{c:>22}" for c in cells))
+        print(f"{n:<{width}}" + "".join(f"{c:>{col}}" for c in cells))
 
 
 def spread_plot(ax, results: dict[str, list[dict]], names, key: str = "exact_match",

@@ -62,7 +62,7 @@ def _signed_permutations() -> list[torch.Tensor]:
     return out
 
 
-@register("ch1_l1_isometries", "the L1 stretch of a 45° rotation, and all L1 isometries",
+@register("ch1_l1_isometries", "L1 stretch and L1 isometries",
           chapter=1, build=False)
 def _l1(answer):
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
@@ -100,7 +100,7 @@ def _l1(answer):
         raise Wrong(f"all {len(distinct)} of your matrices keep L1 lengths, but some are "
                     "missing (where may e1 go, if its L1 length and the diamond's corners "
                     "must stay?)")
-    return "stretch measured over 3,601 directions; every L1 isometry of the plane found"
+    return "stretch over 3,601 directions; every L1 isometry found"
 
 
 @register("ch1_cos_std", "std of cos(theta) as a function of d", chapter=1, build=False)

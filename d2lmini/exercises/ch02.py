@@ -38,7 +38,7 @@ def _grads_ref(X, y, w, b):
     return w.grad, b.grad
 
 
-@register("ch2_linreg_grads", "dL/dw and dL/db of the summed squared loss", chapter=2,
+@register("ch2_linreg_grads", "dL/dw, dL/db of Σ squared error", chapter=2,
           build=True)
 def _linreg_grads(answer):
     g = _gen()
@@ -62,7 +62,7 @@ def _linreg_grads(answer):
     return f"{len(shapes)} random data sets, n = 1 and n = d included"
 
 
-@register("ch2_predict_grad", "x.grad after two backward passes and a detach",
+@register("ch2_predict_grad", "x.grad: two backwards, one detach",
           chapter=2, build=False)
 def _predict_grad(answer):
     g = _gen()

@@ -34,7 +34,7 @@ def _close(got: float, want: float, case: str, rel: float = 1e-3) -> None:
         raise Wrong(f"not right ({case}): your answer is {ratio:.3g} times the right one")
 
 
-@register("ch3_lr_max", "lr_max(X): the largest stable learning rate", chapter=3,
+@register("ch3_lr_max", "lr_max(X), largest stable lr", chapter=3,
           build=True)
 def _lr_max(answer):
     g = _gen()
@@ -49,10 +49,10 @@ def _lr_max(answer):
         got = _number(call(answer, X.clone(), case=case), case)
         H = 2 / len(X) * X.T @ X                  # Hessian of (1/n) ||X w - y||^2
         _close(got, 2 / torch.linalg.eigvalsh(H).max().item(), case)
-    return f"{len(cases)} random data sets with features of different scales"
+    return f"{len(cases)} random data sets, features of different scales"
 
 
-@register("ch3_initial_loss", "cross-entropy of an all-zero classifier with q classes",
+@register("ch3_initial_loss", "cross-entropy of all-zero logits",
           chapter=3, build=False)
 def _initial_loss(answer):
     g = _gen()
@@ -80,7 +80,7 @@ def _logsumexp(answer):
         if isinstance(got, torch.Tensor) and torch.isinf(got).any():
             raise Wrong(f"your answer overflows to inf ({case}): subtract the maximum first")
         expect(got, torch.logsumexp(o, dim=-1), case=case, rtol=1e-5, atol=1e-4)
-    return f"{len(cases)} cases over the last dim, scores up to ±1,000 and beyond"
+    return f"{len(cases)} cases on the last dim, scores beyond ±1,000"
 
 
 @register("ch3_normal_equation", "normal_equation(X, y) with a bias", chapter=3, build=True)

@@ -25,7 +25,7 @@ def _reference_masked_softmax(scores, mask):
     return (w * mask).to(scores.dtype)
 
 
-@register("ch5_masked_softmax", "masked_softmax(scores, mask) from scratch", chapter=5,
+@register("ch5_masked_softmax", "masked_softmax from scratch", chapter=5,
           build=True)
 def _masked_softmax(answer):
     g = _gen()
@@ -51,8 +51,7 @@ def _masked_softmax(answer):
         if isinstance(got, torch.Tensor) and got.is_floating_point():
             got = got.float()                      # numpy has no bfloat16: compare in float32
         expect(got, want.float(), case=case, rtol=tol, atol=tol)
-    return (f"{len(cases)} random cases: float32, float16 and bfloat16, broadcast masks, "
-            "fully masked rows")
+    return f"{len(cases)} cases: three dtypes, broadcast masks, fully masked rows"
 
 
 @register("ch5_pad_weight", "pad_weight(real_scores, fill) by hand", chapter=5, build=False)
@@ -75,7 +74,7 @@ def _pad_weight(answer):
     return f"{len(fills)} random rows, fills 0, -1e9 and others"
 
 
-@register("ch5_allowed_pairs", "allowed (query, key) pairs under padding & causal",
+@register("ch5_allowed_pairs", "allowed pairs, padding & causal",
           chapter=5, build=False)
 def _allowed_pairs(answer):
     g = _gen()

@@ -25,7 +25,7 @@ def _int(out, case: str) -> float:
     return out
 
 
-@register("ch6_mha_params", "parameters of nn.MultiheadAttention(E, h, kdim, vdim)",
+@register("ch6_mha_params", "nn.MultiheadAttention params",
           chapter=6, build=True)
 def _mha_params(answer):
     g = _gen()

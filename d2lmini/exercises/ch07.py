@@ -22,7 +22,7 @@ def _number(out, case: str) -> float:
     return float(out)
 
 
-@register("ch7_padded_bn", "BatchNorm output of a padded real token", chapter=7, build=True)
+@register("ch7_padded_bn", "BatchNorm of a padded real token", chapter=7, build=True)
 def _padded_bn(answer):
     from ..norms import BatchNorm
     g = _gen()
@@ -78,4 +78,4 @@ def _stack_grad(answer):
         if not math.isclose(got, want, rel_tol=1e-6, abs_tol=0.0):
             raise Wrong(f"wrong value ({case}): relative error "
                         f"{abs(got - want) / abs(want):.2g}")
-    return f"{len(cases)} random stacks, plain and residual, compared to 1e-6 relative"
+    return f"{len(cases)} random stacks, plain and residual, to 1e-6 relative"

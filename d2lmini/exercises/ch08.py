@@ -14,7 +14,7 @@ def _rint(lo: int, hi: int, g: torch.Generator) -> int:
     return int(torch.randint(lo, hi, (1,), generator=g))
 
 
-@register("ch8_pe_at_positions", "positional encoding of given positions", chapter=8,
+@register("ch8_pe_at_positions", "positional encoding at positions", chapter=8,
           build=True)
 def _pe(answer):
     from ..transformer import PositionalEncoding
@@ -30,7 +30,7 @@ def _pe(answer):
         case = f"positions {positions.tolist()}, d_model={d}"
         expect(call(answer, positions.clone(), d, case=case), want, case=case,
                rtol=1e-4, atol=1e-4)
-    return f"{len(cases)} random position sets (also far from 0) and sizes"
+    return f"{len(cases)} random position sets, some far from 0"
 
 
 def _kv_ref(past, new):
@@ -38,7 +38,7 @@ def _kv_ref(past, new):
     return torch.arange(past + new)[None, :] <= q                 # (new, past + new)
 
 
-@register("ch8_kv_step_mask", "causal mask for a cached decoding step", chapter=8,
+@register("ch8_kv_step_mask", "causal mask for a cached step", chapter=8,
           build=True)
 def _kv_mask(answer):
     g = _gen()
@@ -58,7 +58,7 @@ def _kv_mask(answer):
         if not torch.equal(got, want):
             bad = (got != want).nonzero()[0].tolist()
             raise Wrong(f"wrong entries ({case}): first at query {bad[0]}, key {bad[1]}")
-    return f"{len(cases)} (past, new) pairs, the empty cache and one new token included"
+    return f"{len(cases)} (past, new) pairs, empty cache and one new token too"
 
 
 def _after_eos_ref(ids, eos_id, pad_id):
@@ -67,7 +67,7 @@ def _after_eos_ref(ids, eos_id, pad_id):
     return ids.masked_fill(after, pad_id)
 
 
-@register("ch8_after_eos", "pad everything after the first <eos>", chapter=8, build=True)
+@register("ch8_after_eos", "pad after the first <eos>", chapter=8, build=True)
 def _after_eos(answer):
     g = _gen()
     cases = [torch.tensor([[5, 6, 2, 7, 2], [2, 5, 5, 5, 5], [5, 6, 7, 8, 9]])]

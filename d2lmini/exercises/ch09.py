@@ -21,7 +21,7 @@ def _number(out, case: str) -> float:
     return float(out)
 
 
-@register("ch9_ffn_params", "parameters that d_ff=0 removes from a block", chapter=9,
+@register("ch9_ffn_params", "parameters d_ff=0 removes", chapter=9,
           build=True)
 def _ffn_params(answer):
     from ..transformer import EncoderBlock
@@ -34,10 +34,10 @@ def _ffn_params(answer):
         case = f"d_model={d}, d_ff={d_ff}"
         expect(_number(call(answer, d, d_ff, case=case), case), want, case=case, rtol=0,
                atol=0.5)
-    return f"{len(cases)} random (d_model, d_ff), against the blocks' parameter counts"
+    return f"{len(cases)} random (d_model, d_ff)"
 
 
-@register("ch9_smoothed_ce", "label-smoothed cross-entropy from scratch", chapter=9,
+@register("ch9_smoothed_ce", "label-smoothed cross-entropy", chapter=9,
           build=True)
 def _smoothed_ce(answer):
     g = _gen()
@@ -53,10 +53,10 @@ def _smoothed_ce(answer):
             raise Wrong(f"expected one number, the mean over every position ({case}), "
                         f"got a tensor of shape {tuple(got.shape)}")
         expect(_number(got, case), want.item(), case=case, rtol=1e-6, atol=1e-9)
-    return f"{len(cases)} random cases, (N, V) and (B, T, V) logits, eps from 0 to 0.3"
+    return f"{len(cases)} random cases, (N, V) and (B, T, V), eps 0 to 0.3"
 
 
-@register("ch9_conv_ffn", "the position-wise FFN as a 1x1 convolution", chapter=9,
+@register("ch9_conv_ffn", "the FFN as a 1x1 convolution", chapter=9,
           build=True)
 def _conv_ffn(answer):
     from ..transformer import PositionWiseFFN
@@ -71,4 +71,4 @@ def _conv_ffn(answer):
             case = f"x (B, d, T) = {(B, d, T)}, d_ff={d_ff}"
             got = call(answer, x.clone(), ffn, case=case)
         expect(got, want, case=case, rtol=1e-9, atol=1e-12)
-    return f"{len(cases)} random shapes, a sequence of length 1 included"
+    return f"{len(cases)} random shapes, T = 1 included"

@@ -50,8 +50,7 @@ def _entropy_by_position(targets: torch.Tensor, pad_id: int) -> float:
     return sum(out) / len(out)
 
 
-@register("ch10_positional_entropy", "the input-blind loss of a model that knows "
-          "positions", chapter=10, build=True)
+@register("ch10_positional_entropy", "input-blind loss, positions known", chapter=10, build=True)
 def _positional_entropy(answer):
     g = _gen()
     cases = []
@@ -104,4 +103,4 @@ def _rope_judge(answer):
     if max(dots) - min(dots) > 1e-4 * (1 + abs(dots[0])):
         raise Wrong("q.k of two rotated vectors 3 positions apart changes with where "
                     "the pair sits; it should depend on the offset only")
-    return f"{len(shapes)} random shapes (odd batch dims, T = 1), and the offset property"
+    return f"{len(shapes)} random shapes, T = 1 included, and the offset property"

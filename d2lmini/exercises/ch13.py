@@ -54,11 +54,11 @@ def _bpe_merge(answer):
         if [int(x) for x in out] != want:
             raise Wrong(f"{case}: got {list(out)} (merge left to right; a merged pair's "
                         f"second id cannot start the next pair)")
-    return f"{len(cases)} cases: empty, one id, overlapping runs like 5 5 5, random lists"
+    return f"{len(cases)} cases: empty, one id, runs like 5 5 5, random lists"
 
 
 # ------------------------------------------------------------------ GPT-2's c_attn
-@register("ch13_split_c_attn", "split_c_attn (GPT-2's Conv1D into W_q, W_k, W_v)",
+@register("ch13_split_c_attn", "split_c_attn into W_q, W_k, W_v",
           chapter=13, build=True)
 def _split_c_attn(answer):
     g = _gen()
@@ -81,8 +81,7 @@ def _split_c_attn(answer):
                         f"Conv1D (in, out)")
         expect(W, want_W, case=f"{case}, W", rtol=0, atol=0)
         expect(bias, want_b, case=f"{case}, b", rtol=0, atol=0)
-    return (f"{len(cases)} random c_attn weights, d = 1, 4 and two random widths, "
-            f"float64 included")
+    return f"{len(cases)} random weights: d = 1, 4, two random; float64 too"
 
 
 # ------------------------------------------------------------------ counting parameters
@@ -91,7 +90,7 @@ def _gpt2_params(V: int, n_ctx: int, d: int, L: int) -> int:
     return gpt_param_count(_gpt2_kwargs(V, d, 1, L, n_ctx))
 
 
-@register("ch13_param_count", "gpt2_params (parameters of a GPT-2)", chapter=13,
+@register("ch13_param_count", "gpt2_params (GPT-2 size)", chapter=13,
           build=True)
 def _param_count(answer):
     g = _gen()
@@ -109,4 +108,4 @@ def _param_count(answer):
             diff = got - want
             raise Wrong(f"{case}: got {got:,}, off by {diff:+,} (count every table, "
                         f"matrix, bias and LayerNorm once; the head is tied)")
-    return f"{len(cases)} random configurations, up to 2400 wide and 60 layers deep"
+    return f"{len(cases)} random configs, up to 2400 wide and 60 layers deep"

@@ -72,7 +72,7 @@ def _mask_tokens(answer):
         if abs(random - want) > 0.025:
             raise Wrong(f"{random:.1%} of the selected positions got another random id, "
                         f"expected about 10 % ({case})")
-    return "2 random batches of 60,000 tokens with pads; proportions within 2-3 points"
+    return "60,000 random tokens twice, pads included"
 
 
 # ------------------------------------------------------------------ segment ids
@@ -81,7 +81,7 @@ def _segments(tokens: torch.Tensor, sep_id: int) -> torch.Tensor:
     return (is_sep.cumsum(1) - is_sep).clamp(max=1)
 
 
-@register("ch14_segment_ids", "segment_ids (sentence A = 0, sentence B = 1)", chapter=14,
+@register("ch14_segment_ids", "segment_ids (sentences A and B)", chapter=14,
           build=True)
 def _segment_ids(answer):
     g = _gen()
@@ -101,11 +101,11 @@ def _segment_ids(answer):
         expect(out, _segments(tokens, sep), case=case, rtol=0, atol=0, dtype=False)
         if out.is_floating_point():
             raise Wrong(f"segment ids must be integers (torch.long) ({case})")
-    return "3 random batches, rows with one, two and no [SEP]"
+    return "3 random batches; one, two or no [SEP]"
 
 
 # ------------------------------------------------------------------ the MLM loss
-@register("ch14_mlm_loss", "mlm_loss (cross-entropy on the selected positions)",
+@register("ch14_mlm_loss", "mlm_loss (the masked-LM loss)",
           chapter=14, build=True)
 def _mlm_loss(answer):
     g = _gen()
@@ -122,4 +122,4 @@ def _mlm_loss(answer):
                         f"{tuple(out.shape)}")
         expect(out.reshape(()) if isinstance(out, torch.Tensor) else out, want, case=case,
                rtol=1e-5, atol=1e-6, dtype=False)
-    return "3 random batches, about 30 % of the positions selected"
+    return "3 random batches, 30 % of positions chosen"
