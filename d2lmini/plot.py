@@ -134,6 +134,8 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
     M = _np(matrices).astype(float)
     if M.ndim not in (2, 3, 4):
         raise ValueError(f"matrices must be 2-D, 3-D or 4-D, got shape {M.shape}")
+    if M.size == 0:
+        raise ValueError(f"matrices must not be empty, got shape {M.shape}")
     n_used = M.shape[0] if M.ndim == 3 else None
     if M.ndim == 3 and ncols is None and figsize is None:
         # a row too wide for a phone wraps into rows of a divisor of n (no empty cells)

@@ -184,7 +184,7 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     The losses stay on the device and are read every ``sync_every`` steps (progress
     bar) and at the end, so the CPU does not wait for the GPU in between (see
     :class:`History`).  A net with a ``check_inputs(*inputs)`` method (e.g.
-    ``Transformer``) has each batch checked on the CPU before it moves to the device.
+    ``Transformer``) has each batch validated on the CPU before it moves to the device.
     Bad settings raise a ``ValueError``/``TypeError`` that names what was expected.
     """
     for name, v in (("num_epochs", num_epochs), ("max_steps", max_steps)):

@@ -430,7 +430,7 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
         if bad.any():
             raise ValueError(f"target ids must be in 0..{V - 1} (or ignore_index={ignore_index}), "
                              f"got {int(target[keep].min())}..{int(target[keep].max())}")
-    else:  # checked on the device: no host sync per step (see check_token_ids)
+    else:  # validated on the device: no host sync per step (see check_token_ids)
         torch._assert_async(~bad.any(), f"target ids must be in 0..{V - 1} "
                                         f"(or ignore_index={ignore_index})")
     logp = F.log_softmax(logits.float(), dim=-1)                     # (..., V)

@@ -42,7 +42,7 @@ def ipywidgets_or_none():
 
 def in_kernel() -> bool:
     """True inside a Jupyter or Colab kernel (a frontend may render widgets and
-    display updates); False in plain Python, terminal IPython and pytest."""
+    display updates); False in plain Python, terminal IPython and test runs."""
     ipython = sys.modules.get("IPython")  # a kernel has imported it; don't import it here
     shell = ipython.get_ipython() if ipython is not None else None
     return shell is not None and getattr(shell, "kernel", None) is not None

@@ -134,3 +134,9 @@ def test_curves_text_readable_on_a_phone(figsize):
                    "x", "y", legend=["square", "line"], title="t", figsize=figsize)
     assert _smallest_px_on_phone(fig) >= 9
     plt.close(fig)
+
+
+def test_empty_matrices_are_refused_with_their_shape():
+    import pytest
+    with pytest.raises(ValueError, match=r"must not be empty, got shape \(1, 1, 0, 0\)"):
+        d2l.show_heatmaps(torch.zeros(1, 1, 0, 0))
