@@ -51,7 +51,7 @@ def _check_ids(x, name: str, size: int, what: str) -> None:
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} must hold at least one token per row, got shape "
                          f"{tuple(x.shape)}")
-    if x.device.type == "cuda" or _compiling():   # checked on the device, no host sync
+    if x.device.type == "cuda" or _compiling():   # an assertion on the device, no host sync
         return check_token_ids(x, size)
     lo, hi = int(x.min()), int(x.max())
     if lo < 0 or hi >= size:
