@@ -48,7 +48,7 @@ def _top_p_case(g, B, V, dtype, peaked=False):
     raise RuntimeError("could not draw a top-p case")         # pragma: no cover
 
 
-@register("ch12_top_p", "top_p_filter (nucleus sampling)", chapter=12, build=True)
+@register("ch12_top_p", "top_p_filter", chapter=12, build=True)
 def _top_p(answer):
     g = _gen()
     cases = [(1, 8, torch.float32, False), (3, 20, torch.float32, False),
@@ -68,8 +68,7 @@ def _top_p(answer):
                                 f"expected {int(keep[r].sum())} (the fewest most likely "
                                 f"tokens whose probabilities add up to at least p)")
         expect(out, want, case=case, rtol=0, atol=0)
-    return (f"{len(cases)} random cases, one where the top token alone passes p, "
-            f"float16 included")
+    return f"{len(cases)} random cases, a peaked one and float16 included"
 
 
 # ------------------------------------------------------------------ repetition penalty
@@ -92,7 +91,7 @@ def _repetition(answer):
         out = call(answer, z.clone(), prev.clone(), theta, case=case)
         tol = 1e-3 if dtype == torch.float16 else 1e-6
         expect(out, _penalty_ref(z, prev, theta), case=case, rtol=tol, atol=tol)
-    return f"{len(cases)} random cases with repeated ids and negative logits, float16 included"
+    return f"{len(cases)} random cases, repeated ids and float16 included"
 
 
 # ------------------------------------------------------------------ bits per character
