@@ -6,7 +6,6 @@ page from the recorded numbers: no kernel, no external file).
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import matplotlib
 import matplotlib.ticker

@@ -21,7 +21,7 @@ import matplotlib
 import numpy as np
 
 from .maps import as_attention_maps
-from .webfig import PanelTable, asset, lut, page_html
+from .webfig import PanelTable, asset, lut, page_html  # noqa: F401 (asset: re-exported)
 from .widgets import attention_view
 
 MAX_VALUES = 2_000_000   # weights one view may embed (about 8 MB of page)

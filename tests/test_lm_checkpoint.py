@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import d2lmini as d2l
-from d2lmini.checkpoints import CharVocab, heldout_loss, load_shakespeare, split_text
+from d2lmini.checkpoints import heldout_loss, load_shakespeare, split_text
 
 CKPT = resources.files("d2lmini") / "checkpoints" / "shakespeare_char.pt"
 

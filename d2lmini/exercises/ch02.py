@@ -5,17 +5,12 @@ the page) and compares the reader's hand-derived answer with :func:`expect`.
 """
 from __future__ import annotations
 
-import os
 
 import torch
 from torch.autograd.functional import jacobian
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    """A generator with a fresh seed that leaves the global random state alone."""
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+from .core import fresh_generator as _gen
 
 
 @register("ch2_softmax_jacobian", "softmax_jacobian(x)", chapter=2, build=True)

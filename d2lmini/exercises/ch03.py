@@ -6,24 +6,11 @@ and compares the reader's answer with :func:`expect`.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    """A generator with a fresh seed that leaves the global random state alone."""
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
-
-
-def _number(x, case: str) -> float:
-    if isinstance(x, torch.Tensor) and x.numel() == 1:
-        x = x.item()
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise Wrong(f"expected a number ({case}), got {type(x).__name__}")
-    return float(x)
+from .core import fresh_generator as _gen, as_number as _number
 
 
 def _close(got: float, want: float, case: str, rel: float = 1e-3) -> None:

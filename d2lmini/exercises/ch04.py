@@ -5,17 +5,12 @@ and compares the reader's answer with :func:`expect`.
 """
 from __future__ import annotations
 
-import os
 
 import torch
 import torch.nn.functional as F
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    """A generator with a fresh seed that leaves the global random state alone."""
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+from .core import fresh_generator as _gen
 
 
 @register("ch4_attention", "attention(Q, K, V), batched", chapter=4, build=True)

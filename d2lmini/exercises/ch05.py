@@ -6,16 +6,11 @@ and compares the reader's answer with :func:`expect`.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    """A generator with a fresh seed that leaves the global random state alone."""
-    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+from .core import fresh_generator as _gen
 
 
 def _reference_masked_softmax(scores, mask):

@@ -2,24 +2,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 import torch.nn.functional as F
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
-
-
-def _number(out, case: str) -> float:
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        out = out.item()
-    if isinstance(out, bool) or not isinstance(out, numbers.Real):
-        raise Wrong(f"expected a number ({case}), got {type(out).__name__}")
-    return float(out)
+from .core import fresh_generator as _gen, as_number as _number
 
 
 @register("ch7_padded_bn", "BatchNorm of a padded real token", chapter=7, build=True)

@@ -4,10 +4,7 @@ from __future__ import annotations
 import torch
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
+from .core import fresh_generator as _gen
 
 
 def _rint(lo: int, hi: int, g: torch.Generator) -> int:

@@ -1,24 +1,12 @@
 """Chapter 9 (what each piece buys): the exercises' judges."""
 from __future__ import annotations
 
-import numbers
 
 import torch
 import torch.nn.functional as F
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
-
-
-def _number(out, case: str) -> float:
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        out = out.item()
-    if isinstance(out, bool) or not isinstance(out, numbers.Real):
-        raise Wrong(f"expected a number ({case}), got {type(out).__name__}")
-    return float(out)
+from .core import fresh_generator as _gen, as_number as _number
 
 
 @register("ch9_ffn_params", "parameters d_ff=0 removes", chapter=9,

@@ -1,23 +1,11 @@
 """Chapter 10 (what each piece buys, part 2): the exercises' judges."""
 from __future__ import annotations
 
-import numbers
 
 import torch
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
-
-
-def _number(out, case: str) -> float:
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        out = out.item()
-    if isinstance(out, bool) or not isinstance(out, numbers.Real):
-        raise Wrong(f"expected a number ({case}), got {type(out).__name__}")
-    return float(out)
+from .core import fresh_generator as _gen, as_number as _number
 
 
 @register("ch10_score_cost", "multiply-adds of the attention scores", chapter=10,

@@ -7,10 +7,7 @@ import torch
 from torch import nn
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
+from .core import fresh_generator as _gen
 
 
 def _int(out, case: str) -> int:

@@ -10,10 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import Wrong, call, expect, register
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(torch.seed() % 2**31)
+from .core import fresh_generator as _gen
 
 
 def _pair(out, case: str):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
+import os
 import pkgutil
 from dataclasses import dataclass
 from typing import Callable
@@ -26,7 +28,7 @@ import numpy as np
 import torch
 
 __all__ = ["Verdict", "check", "exercise", "register", "Wrong", "NotYet", "call", "expect",
-           "registry"]
+           "registry", "fresh_generator", "as_number"]
 
 
 class Verdict:
@@ -210,6 +212,23 @@ def call(fn, *args, case: str = "", **kwargs):
     if out is None or out is Ellipsis:
         raise NotYet()
     return out
+
+
+def fresh_generator() -> torch.Generator:
+    """A generator with a fresh seed for a judge's random cases: different inputs on
+    every run, and the reader's global random state is left alone."""
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+
+
+def as_number(out, case: str = "") -> float:
+    """The reader's answer as a float (a Python number or a one-element tensor), or
+    :class:`Wrong` naming what came instead."""
+    if isinstance(out, torch.Tensor) and out.numel() == 1:
+        out = out.item()
+    if isinstance(out, (bool, np.bool_)) or not isinstance(out, numbers.Real):
+        where = f" ({case})" if case else ""
+        raise Wrong(f"expected a number{where}, got {type(out).__name__}")
+    return float(out)
 
 
 def _factor(g: np.ndarray, e: np.ndarray) -> float | None:
