@@ -7,6 +7,8 @@ folder; the last 10 % of the text is held out.  ``load_shakespeare()`` -> (model
 from __future__ import annotations
 
 import math
+import os
+import platform
 from importlib import resources
 
 import torch
@@ -96,3 +98,14 @@ def load_shakespeare(device=None, dtype: torch.dtype = torch.float32, path=None)
 def bits(nats: float) -> float:
     """nats per character -> bits per character."""
     return nats / math.log(2)
+
+
+def machine() -> str:
+    """The CPU's name and core count, e.g. 'Intel(R) Xeon(R) ... (2 cores)'."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{name} ({os.cpu_count()} cores)"

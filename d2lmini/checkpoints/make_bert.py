@@ -16,8 +16,6 @@ the training log, readable with ``torch.load(weights_only=True)``; load it with
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -25,19 +23,10 @@ import torch
 import torch.nn.functional as F
 
 import d2lmini as d2l
+from d2lmini.checkpoints import machine
 from d2lmini.bert import BOOK_CONFIG, book_vocab, book_windows, mlm_accuracy
 
 HERE = Path(__file__).resolve().parent
-
-
-def machine() -> str:
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{name} ({os.cpu_count()} cores)"
 
 
 def main():

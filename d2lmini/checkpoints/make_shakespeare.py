@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 import d2lmini as d2l
-from d2lmini.checkpoints import CONFIG, CharVocab, heldout_loss, split_text
+from d2lmini.checkpoints import CONFIG, CharVocab, heldout_loss, machine, split_text
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,17 +38,6 @@ def batches(ids: torch.Tensor, batch_size: int, context: int, generator: torch.G
         start = torch.randint(0, len(ids) - context - 1, (batch_size,), generator=generator)
         win = torch.stack([ids[s:s + context + 1] for s in start.tolist()])  # (B, context + 1)
         yield win[:, :-1], win[:, 1:]
-
-
-def machine() -> str:
-    """The CPU's name and core count, e.g. 'Intel(R) Xeon(R) ... (2 cores)'."""
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{name} ({os.cpu_count()} cores)"
 
 
 def main():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from ..bpe import _merge
 from .core import Wrong, call, expect, register
 from .core import fresh_generator as _gen
 
@@ -17,18 +18,6 @@ def _randint(lo: int, hi: int, g: torch.Generator) -> int:
 
 
 # ------------------------------------------------------------------ one BPE merge
-def _merge_ref(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
-            out.append(new)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
 @register("ch13_bpe_merge", "merge (one BPE merge step)", chapter=13, build=True)
 def _bpe_merge(answer):
     g = _gen()
@@ -47,7 +36,7 @@ def _bpe_merge(answer):
             except TypeError:
                 raise Wrong(f"{case}: expected a list of ints, got {type(out).__name__}") \
                     from None
-        want = _merge_ref(ids, pair, new)
+        want = _merge(ids, pair, new)
         if [int(x) for x in out] != want:
             raise Wrong(f"{case}: got {list(out)} (merge left to right; a merged pair's "
                         f"second id cannot start the next pair)")
