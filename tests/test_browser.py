@@ -334,8 +334,11 @@ def chapter_list_one_tap_away(page, shot: str) -> int:
     assert toggles.count() >= 1, "no visible ☰ on a phone"
     toggles.first.tap()
     page.wait_for_timeout(400)
-    shown = [a for a in links.all() if a.is_visible() and _in_view(page, a)]
-    assert len(shown) >= len(TOC) - 1, f"one tap shows {len(shown)} chapter links, expected {len(TOC)}"
+    listed = [a for a in links.all() if a.is_visible()]
+    shown = [a for a in listed if _in_view(page, a)]
+    # the drawer lists every page; a phone's screen shows the first dozen, the rest scroll
+    assert len(listed) >= len(TOC) - 1, f"the drawer lists {len(listed)} pages of {len(TOC)}"
+    assert len(shown) >= min(12, len(TOC) - 1), f"one tap shows {len(shown)} chapter links"
     page.screenshot(path=shot)
     page.keyboard.press("Escape")
     page.wait_for_timeout(300)
