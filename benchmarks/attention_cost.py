@@ -17,7 +17,6 @@ hooks), which is where the O(T^2) weights of the from-scratch path live.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 
 import torch
@@ -25,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import d2lmini as d2l
+from _machine import add_device_args, setup
 
 
 class SDPA(nn.Module):
@@ -93,19 +93,13 @@ def main():
     ap.add_argument("--d", type=int, default=256)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--device", default=None, help="default: d2lmini.device()")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_device_args(ap)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dev = torch.device(args.device) if args.device else d2l.device()
+    dev, where = setup(args)
     if args.T is None:
         args.T = [128, 256, 512] + ([1024, 2048] if dev.type != "cpu" else [])
     dtypes = [torch.float32] + ([torch.bfloat16] if dev.type == "cuda" else [])
-    name = torch.cuda.get_device_name() if dev.type == "cuda" else (platform.processor() or platform.machine())
-    cuda = f", CUDA {torch.version.cuda}" if dev.type == "cuda" else ""
-    print(f"device: {dev} ({name}), torch {torch.__version__}{cuda}, {torch.get_num_threads()} CPU threads; "
-          f"B={args.B}, d_model={args.d}, heads={args.heads}, forward+backward, median of {args.reps}")
+    print(f"{where}; B={args.B}, d_model={args.d}, heads={args.heads}, forward+backward, median of {args.reps}")
     print("| dtype | T | implementation | ms | x torch MHA | memory MiB |\n|---|---:|---|---:|---:|---:|")
     for dtype in dtypes:
         fns, mods = models(args.d, args.heads)

@@ -11,7 +11,6 @@ execution seconds: `python benchmarks/chapter_times.py`.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import subprocess
 import tempfile
@@ -38,7 +37,8 @@ def main() -> None:
         yaml.safe_dump(cfg, open(cfg_path, "w"))
         cold = build(book)
         warm = build(book)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores")
+    from d2lmini.checkpoints import machine
+    print(f"machine: {machine()}")
     print("| jupyter-book build | seconds |\n|---|---:|")
     print(f"| cold (executes every chapter) | {cold:.0f} |\n| warm execution cache | {warm:.0f} |")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import platform
 import time
 
 import nbformat
@@ -39,10 +38,10 @@ def main() -> None:
     args = ap.parse_args()
     paths = args.notebooks or sorted(glob.glob(os.path.join(ROOT, "chapters", "*.ipynb")))
     import torch
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"cuda={torch.cuda.is_available()}")
-    print(f"| chapter | seconds |\n|---|---:|")
+    from d2lmini.checkpoints import machine
+    print(f"machine: {machine()}, torch {torch.__version__} "
+          f"({torch.get_num_threads()} threads), cuda={torch.cuda.is_available()}")
+    print("| chapter | seconds |\n|---|---:|")
     total = 0.0
     for p in paths:
         s = run(p, args.write, args.timeout)

@@ -12,12 +12,9 @@ feeds one token and attends to the stored keys and values (~ n).  The cache's me
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-
-import torch
 
 import d2lmini as d2l
+from _machine import add_device_args, setup
 
 
 def main() -> None:
@@ -26,14 +23,10 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--prompt", type=int, default=8, help="prompt length")
     ap.add_argument("--repeats", type=int, default=3, help="best of this many runs")
-    ap.add_argument("--device", default=None, help="default: d2lmini.device()")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_device_args(ap)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dev = torch.device(args.device) if args.device else d2l.device()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), device {dev}")
+    dev, where = setup(args)
+    print(where)
     rows = d2l.kv_cache_benchmark(args.lengths, batch_size=args.batch, prompt_len=args.prompt,
                                   repeats=args.repeats, device=dev)
     print("| new tokens | with cache (s) | recompute (s) | speed-up | cache (KiB) | same output |")

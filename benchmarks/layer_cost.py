@@ -12,11 +12,9 @@ x16 quadratic.
 from __future__ import annotations
 
 import argparse
-import platform
-
-import torch
 
 from d2lmini.cost import cost_table
+from _machine import add_device_args, setup
 
 
 def main() -> None:
@@ -27,14 +25,12 @@ def main() -> None:
     ap.add_argument("--kernel", type=int, default=3)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--device", default="cpu")
+    add_device_args(ap, threads=1)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    dev, where = setup(args)
     rows = cost_table(args.T, d_model=args.d, batch_size=args.batch, kernel_size=args.kernel,
-                      num_heads=args.heads, reps=args.reps, device=args.device)
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"device {args.device}, {torch.get_num_threads()} thread(s); B={args.batch}, "
+                      num_heads=args.heads, reps=args.reps, device=dev)
+    print(f"# {where}; B={args.batch}, "
           f"d={args.d}, k={args.kernel}, h={args.heads}, float32")
     print("| layer | T | ms | x prev. T | memory MiB | x prev. T |")
     print("|---|---:|---:|---:|---:|---:|")

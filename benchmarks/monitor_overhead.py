@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import d2lmini as d2l
+from _machine import add_device_args, setup as machine_setup
 
 
 def setup(dev, n=2000, batch_size=64):
@@ -65,13 +66,9 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--every", type=int, default=20, help="monitor snapshot interval (its default)")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--device", default=None, help="default: d2l.device()")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (1: steadier timings on a shared machine; 0: torch's default)")
+    add_device_args(ap, threads=1)  # 1: steadier timings on a shared machine; 0: torch's
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dev = torch.device(args.device) if args.device else d2l.device()
+    dev, where = machine_setup(args)
     modes = ["none", "record", "live", "live, every snapshot"]
     run("none", 20, args.every, dev)  # warm-up: allocator, kernels, matplotlib import
     best, monitors = {m: float("inf") for m in modes}, {}
@@ -80,8 +77,7 @@ def main():
             seconds, hist, monitor = run(m, args.steps, args.every, dev)
             best[m] = min(best[m], seconds)
             monitors[m] = monitor
-    print(f"device={dev}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"{args.steps} steps, every={args.every}, best of {args.rounds} rounds, "
+    print(f"{where}; {args.steps} steps, every={args.every}, best of {args.rounds} rounds, "
           f"final loss {hist.step_loss[-1]:.3f}")
     print("| mode | seconds | overhead % | snapshots | redraws | self-measured % |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import time
 from contextlib import nullcontext
 
@@ -31,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import d2lmini as d2l
+from _machine import add_device_args, setup
 
 
 class TorchTransformer(nn.Module):
@@ -109,12 +109,9 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--compile", choices=["auto", "yes", "no"], default="auto",
                     help="run the compiled row (auto: on CUDA only)")
-    ap.add_argument("--device", default=None, help="default: d2lmini.device()")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_device_args(ap)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dev = torch.device(args.device) if args.device else d2l.device()
+    dev, where = setup(args)
     amp = dev.type == "cuda"
     do_compile = args.compile == "yes" or (args.compile == "auto" and dev.type == "cuda")
     data = d2l.DateTranslation(20000, seed=0)
@@ -141,10 +138,7 @@ def main() -> None:
     n_params = {"torch": sum(p.numel() for p in torch_model().parameters()),
                 "d2lmini": sum(p.numel() for p in d2lmini_model(False).parameters())}
 
-    name = torch.cuda.get_device_name() if dev.type == "cuda" else (platform.processor() or platform.machine())
-    cuda = f", CUDA {torch.version.cuda}" if dev.type == "cuda" else ""
-    print(f"device: {dev} ({name}), torch {torch.__version__}{cuda}, {torch.get_num_threads()} CPU threads, "
-          f"{'bf16 autocast' if amp else 'float32'}")
+    print(f"{where}, {'bf16 autocast' if amp else 'float32'}")
     print(f"model: d_model={d}, {args.layers}+{args.layers} layers, {args.heads} heads, d_ff={4 * d}; "
           f"params d2lmini {n_params['d2lmini']:,}, torch {n_params['torch']:,}; "
           f"{args.steps} timed steps after {args.warmup}")

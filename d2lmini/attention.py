@@ -3,15 +3,16 @@ multi-head attention.  Shapes are batch first; weights are (B, h, T_q, T_k)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import check_dropout, check_positive_int, check_tensor
+from .utils import check_bool, check_dropout, check_positive_int, check_tensor
 
 
-def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
+def _check_mask(mask: torch.Tensor, scores_shape: torch.Size, device=None) -> None:
     """A boolean mask with one dim per dim of the scores, each equal or 1.
 
     Fewer dims would broadcast from the left: a (B, T) padding mask against
@@ -21,6 +22,9 @@ def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(f"mask must be a boolean tensor (True = attend), got {got}")
+    if device is not None and mask.device != device:
+        raise ValueError(f"mask is on {mask.device} but the scores are on {device}: "
+                         f"move it, e.g. mask.to({str(device)!r})")
     want = "(" + ", ".join(f"{n}|1" for n in scores_shape) + ")"
     ok = mask.dim() == len(scores_shape) and all(
         m in (1, n) for m, n in zip(mask.shape, scores_shape))
@@ -50,6 +54,16 @@ def _check_same(tensors: dict, what: str = "dtype") -> None:
             raise ValueError(f"{'/'.join(tensors)} must share one {attr}, got {got}")
 
 
+def _check_module(x: torch.Tensor, w: torch.Tensor) -> None:
+    """Inputs must have the dtype (unless autocast is on) and the device of the weights."""
+    if x.dtype != w.dtype and not _autocast_on(x.device.type):
+        raise TypeError(f"query/key/value are {x.dtype} but the module's weights are "
+                        f"{w.dtype}: convert the inputs (x.to({w.dtype})) or the module "
+                        f"(.to({x.dtype}))")
+    if x.device != w.device:
+        raise ValueError(f"inputs are on {x.device} but the module is on {w.device}")
+
+
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim; where ``mask`` is False the weight is exactly 0.
 
@@ -63,7 +77,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     check_tensor(scores, "scores", floating=True)
     if mask is None:
         return F.softmax(scores, dim=-1)
-    _check_mask(mask, scores.shape)
+    _check_mask(mask, scores.shape, scores.device)
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     return F.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
 
@@ -95,8 +109,7 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     except RuntimeError:
         raise ValueError(f"q, k and v must agree in their leading (batch, head) dims, got "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}") from None
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
+    check_dropout(dropout_p, "dropout_p")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     weights = masked_softmax(scores, mask)
     return F.dropout(weights, dropout_p) @ v, weights
@@ -134,6 +147,7 @@ class AdditiveAttention(nn.Module):
             raise ValueError(f"q, k and v batch sizes differ: q {tuple(q.shape)}, "
                              f"k {tuple(k.shape)}, v {tuple(v.shape)}")
         _check_same({"q": q, "k": k, "v": v})
+        _check_module(q, self.W_q.weight)
         if isinstance(mask, torch.Tensor) and mask.dim() == 4 and mask.shape[1] == 1:
             mask = mask[:, 0]  # (B, 1, T_q|1, T_k) -> (B, T_q|1, T_k)
         # (B, T_q, 1, h) + (B, 1, T_k, h) -> (B, T_q, T_k, h) -> scores (B, T_q, T_k)
@@ -170,7 +184,10 @@ class MultiHeadAttention(nn.Module):
                 raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
         check_positive_int(d_model, "d_model")
         check_dropout(dropout)
-        if num_heads < 1 or d_model % num_heads != 0:
+        check_bool(bias, "bias"), check_bool(fast, "fast")
+        if num_heads < 1:
+            raise ValueError(f"num_heads must be a positive int, got num_heads={num_heads}")
+        if d_model % num_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
         self.dropout, self.fast = dropout, fast
@@ -201,13 +218,7 @@ class MultiHeadAttention(nn.Module):
                              f"size, got query {tuple(query.shape)}, key {tuple(key.shape)}, "
                              f"value {tuple(value.shape)}")
         _check_same({"query": query, "key": key, "value": value})
-        w = self.W_q.weight
-        if query.dtype != w.dtype and not _autocast_on(query.device.type):
-            raise TypeError(f"query/key/value are {query.dtype} but the module's weights are "
-                            f"{w.dtype}: convert the inputs (x.to({w.dtype})) or the module "
-                            f"(.to({query.dtype}))")
-        if query.device != w.device:
-            raise ValueError(f"inputs are on {query.device} but the module is on {w.device}")
+        _check_module(query, self.W_q.weight)
         if mask is not None:
             if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
                 _check_mask(mask, ())  # raises: not a bool tensor
@@ -220,7 +231,7 @@ class MultiHeadAttention(nn.Module):
             if mask.dim() == 3:
                 mask = mask[:, None]  # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
             B, h, T_q, T_k = query.shape[0], self.num_heads, query.shape[1], key.shape[1]
-            _check_mask(mask, torch.Size((B, h, T_q, T_k)))
+            _check_mask(mask, torch.Size((B, h, T_q, T_k)), query.device)
         p = self.dropout if self.training else 0.0
         if self.fast:
             q, k, v = (self.split_heads(t) for t in self._project(query, key, value))
@@ -267,12 +278,20 @@ def set_fused_attention(model: nn.Module, enabled: bool = True) -> nn.Module:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_bool(enabled, "enabled")
     found = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     if not found:
         raise ValueError(f"{type(model).__name__} contains no d2lmini MultiHeadAttention")
     for m in found:
         m.fast = bool(enabled)
     return model
+
+
+def check_state_dict(state_dict) -> None:
+    """A state dict is a mapping name -> tensor (``module.state_dict()``)."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"state_dict must be a dict name -> tensor, e.g. "
+                        f"torch_module.state_dict(), got {type(state_dict).__name__}")
 
 
 def mha_state_dict_from_torch(state_dict: dict, prefix: str = "") -> dict:
@@ -282,6 +301,9 @@ def mha_state_dict_from_torch(state_dict: dict, prefix: str = "") -> dict:
     ``prefix`` selects the attention module inside a bigger state dict, e.g.
     ``"self_attn."``; pass "" for a bare ``nn.MultiheadAttention``.
     """
+    check_state_dict(state_dict)
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string such as 'self_attn.', got {prefix!r}")
     out = {}
     for key, val in state_dict.items():
         if not key.startswith(prefix):

@@ -22,7 +22,7 @@ from torch import nn
 from .maps import AttentionMaps
 from .norms import LayerNorm
 from .transformer import EncoderBlock, _compiling, check_token_ids
-from .utils import check_positive_int, check_tensor
+from .utils import check_device, check_generator, check_positive_int, check_tensor
 
 __all__ = ["BERT", "mask_tokens", "bert_from_hf", "CharVocab", "book_vocab", "book_windows",
            "mlm_accuracy", "load_book_bert"]
@@ -178,6 +178,10 @@ class BERT(nn.Module):
         return self.dropout(self.embed_norm(x))
 
     def forward(self, tokens: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+        check_tensor(tokens, "tokens", ndim=2)
+        check_device(tokens, self.token_embedding.weight, "tokens")
+        if isinstance(segments, torch.Tensor):
+            check_device(segments, self.token_embedding.weight, "segments")
         self.check_inputs(tokens, segments)
         mask = self.padding(tokens)[:, None, None, :]                     # (B, 1, 1, T)
         x = self.embed(tokens, segments)                                  # (B, T, d)
@@ -258,9 +262,7 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
         _check_id(s, "every special id", vocab_size)
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+    check_generator(generator)
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size):
         bad = int(tokens.min()) if int(tokens.min()) < 0 else int(tokens.max())
         raise ValueError(f"tokens: id {bad} is out of range for a vocabulary of size "

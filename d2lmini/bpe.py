@@ -19,8 +19,12 @@ the standard ``re`` module (letters = ``[^\\W\\d_]``).
 """
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+import torch
 
 __all__ = ["BPE", "SPLIT_PATTERN"]
 
@@ -49,6 +53,12 @@ class BPE:
 
     def __init__(self, merges: dict[tuple[int, int], int] | None = None,
                  pattern: str = SPLIT_PATTERN):
+        if merges is not None and not isinstance(merges, dict):
+            raise TypeError(f"merges must be a dict {{(a, b): new id}} (as BPE.train makes), "
+                            f"got {type(merges).__name__}")
+        if pattern is not None and not isinstance(pattern, str):
+            raise TypeError(f"pattern must be a regular expression string (or '' for no "
+                            f"pre-tokenizer), got {type(pattern).__name__}")
         self.merges = dict(merges or {})
         self.pattern = pattern
         self._split = re.compile(pattern) if pattern else None
@@ -145,8 +155,19 @@ class BPE:
         return [i for chunk in self.chunks(text) for i in self._encode_chunk(chunk)]
 
     def decode_bytes(self, ids) -> bytes:
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() \
+                    or ids.dtype == torch.bool:
+                raise ValueError(f"ids must be a list of ints or a 1-D integer tensor, got a "
+                                 f"{ids.dtype} tensor of shape {tuple(ids.shape)}")
+            ids = ids.tolist()
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a list of token ids (ints), got {type(ids).__name__}"
+                            + (" (encode text with .encode)" if isinstance(ids, str) else ""))
         out = []
         for i in ids:
+            if not isinstance(i, numbers.Integral) or isinstance(i, bool):
+                raise TypeError(f"ids must be ints, got {type(i).__name__} {i!r:.40}")
             i = int(i)
             if i not in self.vocab:
                 raise ValueError(f"token id {i} is outside the vocabulary "

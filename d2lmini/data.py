@@ -1,11 +1,13 @@
 """Synthetic regression data and minibatches (chapter 3)."""
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Iterator
 
 import torch
 
-from .utils import check_positive_int, check_tensor
+from .utils import check_generator, check_positive_int, check_tensor
 
 
 def synthetic_data(w: torch.Tensor, b: float, num_examples: int,
@@ -21,6 +23,13 @@ def synthetic_data(w: torch.Tensor, b: float, num_examples: int,
                         f"{num_examples!r}")
     if num_examples < 1:
         raise ValueError(f"num_examples must be >= 1, got {num_examples}")
+    if isinstance(b, torch.Tensor) and b.numel() != 1:  # (d,) would broadcast against X w
+        raise ValueError(f"b must be one number, got a tensor of shape {tuple(b.shape)}")
+    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not (
+            math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite number >= 0 (its standard deviation), "
+                         f"got {noise!r}")
+    check_generator(generator)
     X = torch.randn(num_examples, len(w), generator=generator, dtype=w.dtype)
     y = X @ w + b
     y = y + noise * torch.randn(y.shape, generator=generator, dtype=w.dtype)
@@ -40,6 +49,7 @@ def data_iter(batch_size: int, X: torch.Tensor, y: torch.Tensor, shuffle: bool =
         raise ValueError(f"X and y must have the same number of rows, "
                          f"got X {tuple(X.shape)} and y {tuple(y.shape)}")
     check_positive_int(batch_size, "batch_size")
+    check_generator(generator)
     n = X.shape[0]
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     for i in range(0, n, batch_size):

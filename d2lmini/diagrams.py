@@ -250,7 +250,7 @@ def _decoder_only():
     c.arrow((cx, 0.48), (cx, 0.72))
     c.box(cx, 0.95, 2.4, 0.46, "token embedding\n+ position embedding", "embed", fs=SMALL)
     y, gap = 1.18, 0.26
-    y0 = y
+    y0 = add_y = y   # add_y: the first residual add, set at i == 1, read at i == 3
     boxes = []
     for i, (text, kind) in enumerate(items):
         h = 0.5 if "\n" in text else 0.38

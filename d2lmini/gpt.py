@@ -25,7 +25,7 @@ from .masks import causal_mask
 from .norms import LayerNorm
 from .transformer import (LearnedPositionalEncoding, PositionalEncoding, PositionWiseFFN,
                           _compiling, check_token_ids)
-from .utils import check_positive_int, check_tensor
+from .utils import check_device, check_generator, check_positive_int, check_tensor
 
 
 class KVCache:
@@ -40,6 +40,9 @@ class KVCache:
 
     def __init__(self, num_layers: int, batch_size: int, num_heads: int, max_len: int,
                  d_k: int, device=None, dtype: torch.dtype = torch.float32):
+        for name, v in (("num_layers", num_layers), ("batch_size", batch_size),
+                        ("num_heads", num_heads), ("max_len", max_len), ("d_k", d_k)):
+            check_positive_int(v, name)
         shape = (num_layers, batch_size, num_heads, max_len, d_k)
         self.k = torch.zeros(shape, device=device, dtype=dtype)
         self.v = torch.zeros(shape, device=device, dtype=dtype)
@@ -186,6 +189,9 @@ class GPT(nn.Module):
                         ("bias", bias)):
             if not isinstance(v, bool):
                 raise TypeError(f"{name} must be True or False, got {v!r}")
+        if isinstance(norm_eps, bool) or not isinstance(norm_eps, numbers.Real) \
+                or not 0 < norm_eps < math.inf:
+            raise ValueError(f"norm_eps must be a finite positive number, got {norm_eps!r}")
         pad_id = None if pad_id is None else int(pad_id)
         self.config = dict(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
                            num_layers=num_layers, d_ff=d_ff, dropout=float(dropout),
@@ -266,7 +272,12 @@ class GPT(nn.Module):
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """tokens (B, T) -> logits (B, T, V).  ``attention_mask`` (B, T), optional: True
         or 1 on real tokens (with a cache: for the new tokens only)."""
+        check_tensor(tokens, "tokens", ndim=2)
+        check_device(tokens, self.embedding.weight, "tokens")
         self.check_tokens(tokens)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache (model.new_cache(batch_size)) or None, "
+                            f"got {type(cache).__name__}")
         B, T = tokens.shape
         t0 = 0 if cache is None else cache.length
         if t0 + T > self.max_len:
@@ -338,7 +349,9 @@ def sample_next(logits: torch.Tensor, temperature: float = 0.0, top_k: int | Non
     """
     if temperature == 0:
         return logits.argmax(-1)
-    logits = logits.float() / temperature
+    # the largest logit becomes 0 first: a tiny temperature cannot overflow to inf (inf/inf = nan)
+    logits = logits.float()
+    logits = (logits - logits.amax(-1, keepdim=True)) / temperature
     if top_k is not None and top_k < logits.shape[-1]:
         kth = logits.topk(top_k, dim=-1).values[:, -1:]                       # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -410,9 +423,10 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
                          f"got {temperature!r}")
     _check_int(top_k, "top_k", 1, V, allow_none=True)
     _check_int(eos_id, "eos_id", 0, V - 1, allow_none=True)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+    if eos_id is not None and eos_id == model.pad_id:
+        raise ValueError(f"eos_id={eos_id} is the model's pad id, which generate never "
+                         f"chooses (padding is not text): pass the id of the end token")
+    check_generator(generator)
     if isinstance(attention_mask, torch.Tensor):
         attention_mask = attention_mask.cpu()
     real = model.real_tokens(prompt.cpu(), attention_mask)                   # (B, T0)
@@ -469,6 +483,11 @@ def kv_cache_bytes(model: GPT, batch_size: int, length: int,
     """Bytes a cache of ``length`` tokens takes: keys and values (2) for every layer,
     row, position and model dimension (h * d_k = d_model):
     2 * num_layers * batch_size * length * d_model * bytes per number."""
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a d2lmini GPT, got {type(model).__name__}")
+    check_positive_int(batch_size, "batch_size"), check_positive_int(length, "length", 0)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype such as torch.float16, got {dtype!r}")
     return 2 * len(model.blocks) * batch_size * length * model.d_model * \
         torch.empty((), dtype=dtype).element_size()
 
@@ -485,6 +504,14 @@ def kv_cache_benchmark(lengths=(32, 64, 128, 256), model: GPT | None = None,
     length: ``new_tokens``, ``cached_s``, ``recompute_s``, ``speedup``, ``cache_bytes``,
     ``same_output`` (the two greedy outputs are equal).
     """
+    lengths = list(lengths) if isinstance(lengths, (list, tuple, range)) else lengths
+    if not isinstance(lengths, list) or not lengths:
+        raise ValueError(f"lengths must be a non-empty list of new-token counts, got {lengths!r}")
+    for name, v in [("batch_size", batch_size), ("prompt_len", prompt_len),
+                    ("repeats", repeats)] + [("each length", n) for n in lengths]:
+        check_positive_int(v, name)
+    if model is not None and not isinstance(model, GPT):
+        raise TypeError(f"model must be a d2lmini GPT or None, got {type(model).__name__}")
     dev = torch.device(device) if device is not None else (
         next(model.parameters()).device if model is not None else torch.device("cpu"))
     if model is None:
@@ -524,6 +551,9 @@ def load_corpus(name: str = "book.txt") -> str:
     own English prose (from the chapters' text cells and the intro), and
     ``tinyshakespeare.txt`` (about 1 MB of Shakespeare's plays, Karpathy's char-rnn
     corpus), for language models and tokenizers.  Nothing is downloaded."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a corpus file name such as 'book.txt', got "
+                        f"{type(name).__name__}")
     files = resources.files("d2lmini") / "corpus"
     path = files / name
     if not path.is_file():

@@ -19,6 +19,9 @@ The size arithmetic reads a configuration (ours, or Hugging Face's ``GPT2Config`
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 from .gpt import GPT
@@ -60,6 +63,12 @@ def gpt_config_from_hf(config) -> dict:
     activation_function, layer_norm_epsilon)."""
     get = (lambda k, default=None: config.get(k, default)) if isinstance(config, dict) \
         else (lambda k, default=None: getattr(config, k, default))
+    missing = [k for k in ("vocab_size", "n_embd", "n_head", "n_layer", "n_positions")
+               if not isinstance(get(k), int)]
+    if missing:
+        raise TypeError(f"config must be a GPT2Config (or a dict/object with int fields "
+                        f"vocab_size, n_embd, n_head, n_layer, n_positions); "
+                        f"{type(config).__name__} lacks {missing}")
     act = get("activation_function", "gelu_new")
     if act not in _ACTIVATIONS:
         raise ValueError(f"activation_function must be one of {sorted(_ACTIVATIONS)}, "
@@ -126,6 +135,10 @@ def gpt2_from_hf(model) -> GPT:
 
 # ------------------------------------------------------------------ size arithmetic
 def _as_kwargs(config) -> dict:
+    if isinstance(config, str):
+        if config not in GPT_CONFIGS:
+            raise ValueError(f"unknown model {config!r}; expected one of {sorted(GPT_CONFIGS)}")
+        return GPT_CONFIGS[config]
     if isinstance(config, GPT):
         return config.config
     if isinstance(config, dict) and "d_model" in config:
@@ -136,10 +149,6 @@ def _as_kwargs(config) -> dict:
 def gpt_param_count(config) -> int:
     """Parameters of a GPT from its configuration: a d2l.GPT, its ``config`` dict, a key
     of :data:`GPT_CONFIGS`, or a Hugging Face ``GPT2Config``.  Tied weights count once."""
-    if isinstance(config, str):
-        if config not in GPT_CONFIGS:
-            raise ValueError(f"unknown model {config!r}; expected one of {sorted(GPT_CONFIGS)}")
-        config = GPT_CONFIGS[config]
     c = _as_kwargs(config)
     V, d, L, f, n = c["vocab_size"], c["d_model"], c["num_layers"], c["d_ff"], c["max_len"]
     b = 1 if c.get("bias", True) else 0
@@ -155,14 +164,19 @@ def gpt_train_flops(config, tokens: float) -> float:
     """Training compute ~ 6 N D floating-point operations for N parameters and D
     tokens: a forward pass costs about 2 N per token (a multiply and an add per
     weight), the backward pass twice that.  (Attention's own T^2 term is left out.)"""
+    if isinstance(tokens, bool) or not isinstance(tokens, numbers.Real) or not (
+            math.isfinite(tokens) and tokens >= 0):
+        raise ValueError(f"tokens must be a finite number >= 0 (training tokens), got {tokens!r}")
     return 6.0 * gpt_param_count(config) * float(tokens)
 
 
 def gpt_kv_cache_bytes_per_token(config, bytes_per_number: int = 2) -> int:
     """Bytes one token of context takes in the KV cache: keys and values (2) of every
     layer, d_model numbers each: 2 L d bytes_per_number (2 for fp16/bf16)."""
-    if isinstance(config, str):
-        config = GPT_CONFIGS[config]
+    if isinstance(bytes_per_number, bool) or not isinstance(bytes_per_number, int) \
+            or bytes_per_number < 1:
+        raise ValueError(f"bytes_per_number must be a positive int (2 for fp16/bf16, 4 for "
+                         f"fp32), got {bytes_per_number!r}")
     c = _as_kwargs(config)
     return 2 * c["num_layers"] * c["d_model"] * bytes_per_number
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import pickle
 
 import torch
 from torch import nn
@@ -118,7 +119,11 @@ def load(path: str | os.PathLike, device: torch.device | str | None = None):
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file name, got {type(path).__name__}")
-    data = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, EOFError, RuntimeError) as err:  # not a torch file
+        raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by d2l.save "
+                         f"(torch.load could not read it: {str(err).splitlines()[0]})") from err
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by d2l.save "
                          f"(for a bare state dict use model.load_state_dict(torch.load(...)))")

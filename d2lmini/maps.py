@@ -27,6 +27,12 @@ class AttentionMaps(dict):
     """
 
     def __init__(self, weights: dict, masks: dict | None = None):
+        if not isinstance(weights, dict):
+            raise TypeError(f"weights must be a dict kind -> (L, B, h, T_q, T_k) weights, got "
+                            f"{type(weights).__name__}")
+        if masks is not None and not isinstance(masks, dict):
+            raise TypeError(f"masks must be a dict kind -> mask or None, got "
+                            f"{type(masks).__name__}")
         super().__init__(weights)
         self.masks = dict(masks or {})
 
@@ -71,9 +77,14 @@ def collect_attention(model, src: torch.Tensor | None = None, tgt: torch.Tensor 
     Weights are float32 on the CPU.
     """
     if isinstance(model, Transformer):
-        if not isinstance(src, torch.Tensor) or src.dim() != 2 or src.is_floating_point():
-            got = tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__
-            raise ValueError(f"src must be (B, S) integer token ids, got {got}")
+        for name, t in (("src", src), ("tgt", tgt)):
+            if name == "tgt" and t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.is_floating_point():
+                got = (f"{t.dtype} of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor)
+                       else type(t).__name__)
+                raise ValueError(f"{name} must be ({'B, S' if name == 'src' else 'B, T'}) "
+                                 f"integer token ids, got {got}")
         dev = next(model.parameters()).device
         was_training = model.training
         fused = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and m.fast]

@@ -5,6 +5,9 @@ features; BatchNorm normalises each feature over every other dim (batch, time).
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 from torch import nn
 
@@ -12,8 +15,8 @@ from .utils import check_positive_int, check_tensor
 
 
 def _check_eps(eps: float) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-        raise ValueError(f"eps must be a positive number, got {eps!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+        raise ValueError(f"eps must be a finite positive number, got {eps!r}")
 
 
 class LayerNorm(nn.Module):
@@ -27,11 +30,14 @@ class LayerNorm(nn.Module):
 
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
+        ok = lambda n: isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0
+        shape = ((normalized_shape,) if not isinstance(normalized_shape, (tuple, list, torch.Size))
+                 else tuple(normalized_shape))
+        if not shape or not all(ok(n) for n in shape):
             raise ValueError(f"normalized_shape must be a positive int or a tuple of them, "
                              f"got {normalized_shape!r}")
         _check_eps(eps)
+        shape = tuple(int(n) for n in shape)
         self.normalized_shape, self.eps = shape, eps
         self.weight = nn.Parameter(torch.ones(shape))
         self.bias = nn.Parameter(torch.zeros(shape))
@@ -60,8 +66,9 @@ class BatchNorm(nn.Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1):
         super().__init__()
         check_positive_int(num_features, "num_features")
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"momentum must be in [0, 1], got {momentum}")
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) \
+                or not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"momentum must be a number in [0, 1], got {momentum!r}")
         _check_eps(eps)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.weight = nn.Parameter(torch.ones(num_features))

@@ -85,6 +85,11 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
         Xs = Xs * len(Ys) if len(Xs) == 1 else Xs  # one x shared by every curve
     if len(Xs) != len(Ys):
         raise ValueError(f"got {len(Xs)} x sequences for {len(Ys)} y curves")
+    if isinstance(fmts, str) or not fmts:
+        raise ValueError(f"fmts must be a non-empty list of line formats such as ['-', 'm--'], "
+                         f"got {fmts!r}")
+    if legend and len(legend) != len(Ys):  # a label would name the wrong curve
+        raise ValueError(f"got {len(legend)} legend entries for {len(Ys)} curves")
     for i, (x, y) in enumerate(zip(Xs, Ys)):
         if len(x) != len(y):
             raise ValueError(f"curve {i}: x has {len(x)} points but y has {len(y)}")
@@ -131,7 +136,11 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
     ``annotate=True`` writes each value in its cell.  Returns the Figure; its first
     ``rows * cols`` axes are the heatmaps (row by row), the last is the colour bar.
     """
-    M = _np(matrices).astype(float)
+    try:
+        M = _np(matrices).astype(float)
+    except (TypeError, ValueError):
+        raise TypeError(f"matrices must hold numbers (a tensor or array), got "
+                        f"{type(matrices).__name__} {str(matrices)[:40]!r}") from None
     if M.ndim not in (2, 3, 4):
         raise ValueError(f"matrices must be 2-D, 3-D or 4-D, got shape {M.shape}")
     if M.size == 0:
@@ -147,8 +156,8 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
         elif not fits:
             ncols = 1
     if M.ndim == 3 and ncols is not None:
-        if ncols < 1:
-            raise ValueError(f"ncols must be a positive int, got {ncols}")
+        if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+            raise ValueError(f"ncols must be a positive int, got {ncols!r}")
         rows = -(-M.shape[0] // ncols)
         pad = np.full((rows * ncols - M.shape[0],) + M.shape[1:], np.nan)
         M = np.concatenate([M, pad]).reshape(rows, ncols, *M.shape[1:])

@@ -13,7 +13,7 @@ from torch import nn
 
 from .attention import AdditiveAttention
 from .transformer import check_token_ids
-from .utils import check_positive_int, check_tensor
+from .utils import check_bool, check_device, check_positive_int, check_tensor
 
 
 def _check_tokens(tokens: torch.Tensor, name: str, vocab_size: int) -> None:
@@ -23,6 +23,11 @@ def _check_tokens(tokens: torch.Tensor, name: str, vocab_size: int) -> None:
     if tokens.numel() == 0:
         raise ValueError(f"empty batch: {name} of shape {tuple(tokens.shape)}")
     check_token_ids(tokens, vocab_size)  # on an accelerator: on the device, no host sync
+
+
+def _check_sizes(**sizes) -> None:
+    for name, v in sizes.items():
+        check_positive_int(v, name)
 
 
 class GRUEncoder(nn.Module):
@@ -37,11 +42,17 @@ class GRUEncoder(nn.Module):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int,
                  num_layers: int = 1, pad_id: int = 0):
         super().__init__()
+        _check_sizes(vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                     num_layers=num_layers)
+        if not isinstance(pad_id, int) or isinstance(pad_id, bool) or not 0 <= pad_id < vocab_size:
+            raise ValueError(f"pad_id must be an id in 0..{vocab_size - 1}, got {pad_id!r}")
         self.vocab_size, self.pad_id = vocab_size, pad_id
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True)
 
     def forward(self, src: torch.Tensor):
+        check_tensor(src, "src", ndim=2)
+        check_device(src, self.embedding.weight, "src")
         _check_tokens(src, "src", self.vocab_size)
         real = src != self.pad_id                                     # (B, S)
         lengths = real.sum(1)                                         # (B,)
@@ -70,6 +81,8 @@ class AttentionGRUDecoder(nn.Module):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int,
                  num_layers: int = 1):
         super().__init__()
+        _check_sizes(vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                     num_layers=num_layers)
         self.vocab_size = vocab_size
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)
@@ -78,6 +91,8 @@ class AttentionGRUDecoder(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, tgt, enc_outputs, state, mask):
+        check_tensor(tgt, "tgt", ndim=2)
+        check_device(tgt, self.embedding.weight, "tgt")
         _check_tokens(tgt, "tgt", self.vocab_size)
         emb = self.embedding(tgt)                                     # (B, T, E)
         outputs, weights = [], []
@@ -150,7 +165,7 @@ class ConvStack(nn.Module):
                  dilated: bool = False):
         super().__init__()
         check_positive_int(d_model, "d_model"), check_positive_int(num_layers, "num_layers")
-        check_positive_int(kernel_size, "kernel_size", minimum=2)
+        check_positive_int(kernel_size, "kernel_size", minimum=2), check_bool(dilated, "dilated")
         self.d_model, self.kernel_size = d_model, kernel_size
         self.convs = nn.ModuleList(
             nn.Conv1d(d_model, d_model, kernel_size, dilation=kernel_size ** l if dilated else 1)

@@ -9,6 +9,7 @@ step = 0, 1, 2, ... (call the scheduler's ``.step()`` once per training step).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable
 
 from .utils import check_positive_int
@@ -17,6 +18,13 @@ from .utils import check_positive_int
 def _check_steps(**kw) -> None:
     for name, v in kw.items():
         check_positive_int(v, name)
+
+
+def _step(step) -> int:
+    """The step a schedule is called with: an int >= 0 (LambdaLR counts from 0)."""
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+        raise ValueError(f"a schedule takes the step number, an int >= 0, got {step!r}")
+    return step
 
 
 def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:
@@ -32,7 +40,7 @@ def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[i
         raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
 
     def lr(step: int) -> float:
-        s = step + 1
+        s = _step(step) + 1
         return factor * d_model ** -0.5 * min(s ** -0.5, s * warmup ** -1.5)
     return lr
 
@@ -51,7 +59,7 @@ def warmup_cosine_schedule(warmup: int, total: int, final: float = 0.0) -> Calla
         raise ValueError(f"final must be a multiplier in [0, 1], got {final!r}")
 
     def lr(step: int) -> float:
-        s = step + 1
+        s = _step(step) + 1
         if s <= warmup:
             return s / warmup
         t = min(1.0, (s - warmup) / max(1, total - warmup))

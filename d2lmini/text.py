@@ -8,9 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Set as AbstractSet
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 
-from .utils import check_positive_int
+from .utils import check_bool, check_generator, check_positive_int
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
@@ -58,6 +59,9 @@ class Vocab:
     @classmethod
     def from_tokens(cls, idx_to_token: Sequence[str]) -> "Vocab":
         """The vocabulary whose ``idx_to_token`` is exactly this list (specials first)."""
+        if isinstance(idx_to_token, (str, bytes)) or not isinstance(idx_to_token, Iterable):
+            raise TypeError(f"idx_to_token must be a list of token strings, got "
+                            f"{type(idx_to_token).__name__}")
         idx_to_token = list(idx_to_token)
         if idx_to_token[:4] != list(SPECIALS) or not all(
                 isinstance(t, str) for t in idx_to_token) or len(set(idx_to_token)) != len(
@@ -79,6 +83,11 @@ class Vocab:
         return f"Vocab(size={len(self)}, tokens={self.idx_to_token[4:12]!r}...)"
 
     def __getitem__(self, token: str) -> int:
+        if not isinstance(token, str):  # vocab[5] is not the token of id 5
+            raise TypeError(f"vocab[token] looks up a string token, got {type(token).__name__} "
+                            f"{token!r:.40}" + (f" (the token of id {token} is "
+                                                 f"vocab.idx_to_token[{token}])"
+                                                 if _is_id(token) else ""))
         return self.token_to_idx.get(token, self.unk_id)
 
     def encode(self, tokens: Sequence[str], bos: bool = False, eos: bool = False) -> list[int]:
@@ -87,6 +96,7 @@ class Vocab:
         if isinstance(tokens, torch.Tensor) or not isinstance(tokens, Iterable):
             raise TypeError(f"tokens must be a list of strings or a string, got "
                             f"{type(tokens).__name__}")
+        check_bool(bos, "bos"), check_bool(eos, "eos")
         ids = []
         for t in tokens:
             if not isinstance(t, str):
@@ -111,6 +121,8 @@ class Vocab:
                 raise ValueError(f"ids must be integer token ids of shape (T,) or (B, T), "
                                  f"got a {ids.dtype} tensor of shape {tuple(ids.shape)}")
             ids = ids.tolist()
+        if isinstance(ids, np.ndarray) and ids.ndim == 2:
+            ids = ids.tolist()
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise TypeError(f"ids must be a list of ints, a list of lists or a tensor, got "
                             f"{type(ids).__name__}")
@@ -130,21 +142,22 @@ class Vocab:
         return out if sep is None else sep.join(out)
 
 
-def _as_id_list(s, k: int) -> list[int]:
+def _as_id_list(s, k: int, who: str = "pad_batch") -> list[int]:
+    where = f" as sequence {k}" if who == "pad_batch" else ""
     if isinstance(s, torch.Tensor):
         if s.dim() != 1 or s.is_floating_point() or s.is_complex():
-            raise ValueError(f"sequence {k} must be a 1-D tensor of integer ids, got a "
-                             f"{s.dtype} tensor of shape {tuple(s.shape)}")
+            raise ValueError(f"{f'sequence {k}' if where else 'ids'} must be a 1-D tensor of "
+                             f"integer ids, got a {s.dtype} tensor of shape {tuple(s.shape)}")
         return s.tolist()
     if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
-        raise TypeError(f"pad_batch expects sequences of integer ids (use vocab.encode "
-                        f"first), got {type(s).__name__} {s!r:.40} as sequence {k}")
+        raise TypeError(f"{who} expects sequences of integer ids (use vocab.encode "
+                        f"first), got {type(s).__name__} {s!r:.40}{where}")
     s = list(s)
-    bad = next((i for i in s if not _is_id(i)), None)
-    if bad is not None:
-        raise TypeError(f"pad_batch expects integer ids, got {type(bad).__name__} {bad!r} "
-                        f"in sequence {k}" + (" (use vocab.encode first)"
-                                               if isinstance(bad, str) else ""))
+    bad = [i for i in s if not _is_id(i)][:1]
+    if bad:
+        raise TypeError(f"{who} expects integer ids, got {type(bad[0]).__name__} {bad[0]!r}"
+                        + (f" in sequence {k}" if where else "")
+                        + (" (use vocab.encode first)" if isinstance(bad[0], str) else ""))
     return s
 
 
@@ -207,6 +220,11 @@ def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | N
     for k, p in enumerate(pairs):
         if not (isinstance(p, (tuple, list)) and len(p) == 2):
             raise TypeError(f"pair {k} must be a (source, target) pair, got {p!r:.60}")
+        for side, x in zip(("source", "target"), p):
+            if not (isinstance(x, str) or (isinstance(x, (list, tuple))
+                                           and all(isinstance(t, str) for t in x))):
+                raise TypeError(f"pair {k}: the {side} must be a string or a list of token "
+                                f"strings, got {type(x).__name__} {x!r:.40}")
     if not callable(tokenize):
         raise TypeError(f"tokenize must be a function str -> tokens, got "
                         f"{type(tokenize).__name__}")
@@ -243,7 +261,7 @@ def lm_windows(ids, block_size: int, stride: int | None = None
         _check_ids(ids, "ids", 1)
         ids = ids.long().cpu()
     else:
-        ids = torch.tensor(_as_id_list(ids, 0), dtype=torch.long)
+        ids = torch.tensor(_as_id_list(ids, 0, "lm_windows"), dtype=torch.long)
     n = (len(ids) - block_size - 1) // stride + 1
     if len(ids) < block_size + 1 or n < 1:
         raise ValueError(f"ids has {len(ids)} tokens: a window of block_size={block_size} "
@@ -266,6 +284,7 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
     paper).  Yields (src (b, S_b), tgt_in (b, T_b), tgt_out (b, T_b)), b <= batch_size.
     """
     check_positive_int(batch_size, "batch_size"), check_positive_int(pool, "pool")
+    check_generator(generator)
     for name, t in (("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
         _check_ids(t, name, 2)
     if not _is_id(pad_id):
@@ -273,6 +292,8 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
     if not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0]) or tgt_in.shape != tgt_out.shape:
         raise ValueError(f"src (n, S), tgt_in and tgt_out (n, T) disagree: {tuple(src.shape)}, "
                          f"{tuple(tgt_in.shape)}, {tuple(tgt_out.shape)}")
+    if src.shape[0] == 0:
+        raise ValueError(f"no examples to batch: src of shape {tuple(src.shape)} is empty")
     src_len = (src != pad_id).sum(1)                                   # (n,)
     tgt_len = ((tgt_in != pad_id) | (tgt_out != pad_id)).sum(1)        # (n,)
 
@@ -341,6 +362,8 @@ class DateTranslation:
                             f"[{next(iter(FORMATS))!r}], got {formats!r}")
         self.formats = list(FORMATS) if formats is None else list(formats)
         unknown = [f for f in self.formats if f not in FORMATS]
+        if not self.formats:
+            raise ValueError(f"formats is empty: expected some of {list(FORMATS)}")
         if unknown:
             raise ValueError(f"unknown date formats {unknown}; expected some of {list(FORMATS)}")
         span = (LAST_DAY - FIRST_DAY).days + 1

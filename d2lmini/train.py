@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Iterable
 from contextlib import nullcontext
 from typing import Any, Callable
@@ -146,6 +147,28 @@ def _check_output_target(out, target) -> None:
                          f"target; reshape one (e.g. y.reshape({tuple(out.shape)}))")
 
 
+def _raise_with_shapes(err: RuntimeError, what: str, args, step: int) -> None:
+    """Raise a torch error from inside the model or the loss (``mat1 and mat2 shapes
+    cannot be multiplied``...) again, with the shapes of what it was given.  Other
+    errors (out of memory: a subclass) are left alone (the caller re-raises them)."""
+    if type(err) is not RuntimeError:
+        return
+    shapes = ", ".join(f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
+                       if isinstance(a, torch.Tensor) else type(a).__name__ for a in args)
+    given = "output and target" if what == "the loss" else "inputs"
+    raise RuntimeError(f"{what} failed at step {step + 1} (its {given}: {shapes}): {err}") from err
+
+
+def _warn_if_not_finite(losses) -> None:
+    """A loss that became NaN or inf leaves meaningless weights: say so (once)."""
+    bad = next((i for i, v in enumerate(losses) if not math.isfinite(v)), None)
+    if bad is not None:
+        warnings.warn(f"d2l.train: the loss is {losses[bad]} from step {bad + 1} on (of "
+                      f"{len(losses)}): training diverged (learning rate too high?) or the "
+                      f"data hold NaN/inf; the weights are not meaningful", RuntimeWarning,
+                      stacklevel=3)
+
+
 def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Tensor],
           updater: torch.optim.Optimizer | Callable[[], None],
           data: Iterable | Callable[[], Iterable], num_epochs: int | None = None, *,
@@ -208,6 +231,12 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
         raise TypeError(f"net must be a module or a function, got {type(net).__name__}")
     if not isinstance(sync_every, int) or isinstance(sync_every, bool) or sync_every < 1:
         raise ValueError(f"sync_every must be a positive int, got {sync_every!r}")
+    if eval_fn is not None and not callable(eval_fn):
+        raise TypeError(f"eval_fn must be a function () -> {{name: value}} or None, got "
+                        f"{type(eval_fn).__name__}")
+    if not isinstance(compile, (bool, dict)):
+        raise TypeError(f"compile must be True, False or a dict of torch.compile options, "
+                        f"got {compile!r}")
     if callable(callbacks) or isinstance(callbacks, (str, bytes)) or not isinstance(
             callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of functions cb(net, history), got "
@@ -262,10 +291,18 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
             if is_optim:
                 updater.zero_grad(set_to_none=True)
             with autocast:
-                out = forward(*inputs)
+                try:
+                    out = forward(*inputs)
+                except RuntimeError as err:
+                    _raise_with_shapes(err, "the model", inputs, hist.steps)
+                    raise
                 if hist.steps == 0 and loss is not squared_loss:  # it reshapes y itself
                     _check_output_target(out, target)
-                l = loss(out, target)
+                try:
+                    l = loss(out, target)
+                except RuntimeError as err:
+                    _raise_with_shapes(err, "the loss", (out, target), hist.steps)
+                    raise
             if not isinstance(l, torch.Tensor):
                 raise TypeError(f"loss must return a tensor, got {type(l).__name__}")
             if l.dim() > 0:
@@ -319,4 +356,5 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     bar.close()
     hist.sync()  # the last losses: waits for the device to finish
     hist.seconds = time.perf_counter() - start
+    _warn_if_not_finite(hist.step_loss)
     return hist

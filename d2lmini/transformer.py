@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, mha_state_dict_from_torch
+from .attention import MultiHeadAttention, check_state_dict, mha_state_dict_from_torch
 from .masks import causal_mask, padding_mask
 from .norms import LayerNorm
-from .utils import check_dropout, check_positive_int, check_tensor
+from .utils import check_bool, check_device, check_dropout, check_positive_int, check_tensor
 
 
 def _compiling() -> bool:
@@ -23,7 +23,7 @@ def _compiling() -> bool:
     return bool(is_compiling and is_compiling())
 
 
-def check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
+def check_token_ids(tokens: torch.Tensor, vocab_size: int, what: str = "token id") -> None:
     """Raise if an id in ``tokens`` is outside 0..vocab_size-1.
 
     On the CPU a direct check, which costs nothing there.  On CUDA and under
@@ -36,12 +36,29 @@ def check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
         lo, hi = int(tokens.min()), int(tokens.max())
         if lo < 0 or hi >= vocab_size:
             bad = lo if lo < 0 else hi
-            raise ValueError(f"token id {bad} is out of range for a vocabulary of size "
+            raise ValueError(f"{what} {bad} is out of range for a vocabulary of size "
                              f"{vocab_size} (expected 0..{vocab_size - 1})")
     else:
         torch._assert_async(((tokens >= 0) & (tokens < vocab_size)).all(),
-                            f"a token id is out of range for a vocabulary of size "
+                            f"a {what} is out of range for a vocabulary of size "
                             f"{vocab_size} (expected 0..{vocab_size - 1})")
+
+
+def check_right_padded(tokens: torch.Tensor, pad_id: int, name: str) -> None:
+    """Raise if a row of ``tokens`` has a real token after a pad (left or inner padding):
+    the positional encoding counts from column 0, so such a row would be read at other
+    positions than the same tokens unpadded.  On the device (no host sync) as
+    :func:`check_token_ids`."""
+    real = tokens != pad_id
+    after_pad = real[:, 1:] & ~real[:, :-1]                          # (B, T - 1)
+    msg = (f"{name} must be right-padded (pad_id={pad_id} only after the last real token, "
+           f"as d2l.pad_batch does by default)")
+    if tokens.device.type != "cuda" and not _compiling():
+        if after_pad.any():
+            r = int(after_pad.any(1).nonzero()[0])
+            raise ValueError(f"{msg}: row {r} has a real token after a pad")
+    else:
+        torch._assert_async(~after_pad.any(), msg)
 
 
 class PositionalEncoding(nn.Module):
@@ -75,7 +92,7 @@ class PositionalEncoding(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ndim=3)
+        check_tensor(x, "x", ndim=3, floating=True)  # embeddings, not token ids
         _, max_len, d = self.pe.shape
         if x.shape[2] != d:
             raise ValueError(f"expected (B, T, d_model={d}), got shape {tuple(x.shape)}")
@@ -104,7 +121,7 @@ class LearnedPositionalEncoding(nn.Module):
         nn.init.normal_(self.weight, std=math.sqrt(0.5))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ndim=3)
+        check_tensor(x, "x", ndim=3, floating=True)
         max_len, d = self.weight.shape
         if x.shape[2] != d or x.shape[1] > max_len:
             raise ValueError(f"expected (B, T <= max_len={max_len}, d_model={d}), "
@@ -125,7 +142,7 @@ class ConcatPositionalEncoding(PositionalEncoding):
         self.d_model = d_model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ndim=3)
+        check_tensor(x, "x", ndim=3, floating=True)
         (_, max_len, d_pos), (B, T, d_tok) = self.pe.shape, x.shape
         if d_tok != self.d_model - d_pos or T > max_len:
             raise ValueError(f"expected (B, T <= max_len={max_len}, d_model - d_pos="
@@ -155,6 +172,10 @@ class PositionWiseFFN(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor(x, "x", floating=True)
+        if x.shape[-1] != self.linear1.in_features:
+            raise ValueError(f"expected input (..., d_model={self.linear1.in_features}), "
+                             f"got shape {tuple(x.shape)}")
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -169,7 +190,7 @@ class EncoderBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
                  norm_first: bool = False):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool(norm_first, "norm_first")
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         # d_ff = 0: no FFN sub-layer at all (an ablation, chapter 9); ffn and norm2 are None
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
@@ -197,7 +218,7 @@ class DecoderBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
                  norm_first: bool = False):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool(norm_first, "norm_first")
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None   # d_ff = 0: none
@@ -250,6 +271,7 @@ class _Stack(nn.Module):
             raise TypeError(f"tokens must hold integer ids, got {tokens.dtype}")
         if tokens.shape[0] == 0 or tokens.shape[1] == 0:
             raise ValueError(f"empty batch: tokens of shape {tuple(tokens.shape)}")
+        check_device(tokens, self.embedding.weight, "tokens")
         check_token_ids(tokens, self.vocab_size)
         return self.pos_encoding(self.embedding(tokens) * self.scale)
 
@@ -279,8 +301,10 @@ class Transformer(nn.Module):
     FFN sub-layer), ``pos_encoding`` ("sinusoidal", "learned", "concat", "none") and
     ``scale_embedding`` (multiply the embeddings by sqrt(d_model)).
 
-    ``pad_id`` marks padding in both vocabularies (``Vocab``'s is 0); ``max_len`` bounds
-    the source and target lengths.  ``.config`` holds the constructor's arguments, so
+    ``pad_id`` marks padding in both vocabularies (``Vocab``'s is 0); rows are padded on
+    the right (``d2l.pad_batch``'s default): a real token after a pad is an error, since
+    the positions count from column 0.  ``max_len`` bounds the source and target
+    lengths.  ``.config`` holds the constructor's arguments, so
     ``d2l.save(path, model, vocab)`` / ``d2l.load(path)`` rebuild the same model.
     """
 
@@ -330,11 +354,15 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor):
         """src (B, S) -> (memory (B, S, d_model), src_mask (B, 1, 1, S))"""
         src_mask = padding_mask(src, self.pad_id)
+        check_device(src, self.encoder.embedding.weight, "src")
+        check_right_padded(src, self.pad_id, "src")
         return self.encoder(src, src_mask), src_mask
 
     def decode(self, tgt, memory, src_mask):
         """tgt (B, T), memory (B, S, d) -> logits (B, T, V_tgt)"""
         tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(tgt.shape[1], tgt.device)
+        check_device(tgt, self.decoder.embedding.weight, "tgt")
+        check_right_padded(tgt, self.pad_id, "tgt")
         return self.generator(self.decoder(tgt, memory, tgt_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -422,6 +450,9 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not (
             0.0 <= smoothing <= 1.0):
         raise ValueError(f"smoothing must be in [0, 1], got {smoothing}")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"ignore_index must be an int (the pad id, or -100), got "
+                        f"{ignore_index!r}")
     V = logits.shape[-1]
     keep = target != ignore_index                                   # (...)
     y = target.masked_fill(~keep, 0)
@@ -469,6 +500,7 @@ def state_dict_from_torch(state_dict: dict) -> dict:
     """Map an ``nn.TransformerEncoderLayer``/``DecoderLayer`` state dict onto
     ``EncoderBlock``/``DecoderBlock`` names: ``multihead_attn`` -> ``cross_attn``,
     ``linear1/2`` -> ``ffn.linear1/2``, attention projections -> ``W_q/W_k/W_v/W_o``."""
+    check_state_dict(state_dict)
     renamed = {}
     for key, val in state_dict.items():
         key = key.replace("multihead_attn.", "cross_attn.")

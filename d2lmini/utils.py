@@ -22,6 +22,8 @@ def set_seed(seed: int) -> None:
     """Seed Python, NumPy and torch (every device) so a run can be repeated."""
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not -2**63 <= seed < 2**64:  # what torch.manual_seed takes
+        raise ValueError(f"seed must be an int in [-2**63, 2**64), got {seed}")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds CUDA and MPS generators
@@ -40,6 +42,29 @@ def check_dropout(p, name: str = "dropout") -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
         raise ValueError(f"{name} must be a probability in [0, 1), got {p!r}")
     return float(p)
+
+
+def check_bool(value, name: str) -> bool:
+    """Raise a clear TypeError unless ``value`` is True or False (a string such as "no"
+    would otherwise count as True)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_generator(generator, name: str = "generator") -> None:
+    """Raise a clear TypeError unless ``generator`` is a ``torch.Generator`` or None."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got "
+                        f"{type(generator).__name__}")
+
+
+def check_device(x: torch.Tensor, weight: torch.Tensor, name: str) -> None:
+    """Raise a clear ValueError unless ``x`` is on the device of a model's ``weight``
+    (a check of metadata: no host sync)."""
+    if x.device != weight.device:
+        raise ValueError(f"{name} is on {x.device} but the model is on {weight.device}: "
+                         f"move one of them, e.g. {name}.to({str(weight.device)!r})")
 
 
 def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
@@ -66,6 +91,9 @@ def show_source(obj) -> None:
     """
     import inspect
 
+    if not (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj)):
+        raise TypeError(f"show_source shows a function, class or module, e.g. "
+                        f"d2l.show_source(d2l.linreg), got {type(obj).__name__}")
     source = inspect.getsource(obj)
     try:
         from IPython import get_ipython

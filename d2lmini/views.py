@@ -121,10 +121,13 @@ def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str |
     data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
     state = _state(data, kind, layer, example)
     h = data["kinds"][state["kind"]]["h"]
-    heads = list(range(h)) if heads is None else [int(x) for x in heads]
-    bad = [x for x in heads if not 0 <= x < h]
-    if bad or not heads:
-        raise ValueError(f"heads must be a non-empty list of ints in [0, {h - 1}], got {heads}")
+    given = heads
+    ints = isinstance(heads, (list, tuple, range)) and all(
+        isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in heads)
+    heads = list(range(h)) if heads is None else [int(x) for x in heads] if ints else None
+    if heads is None or not heads or any(not 0 <= x < h for x in heads):
+        raise ValueError(f"heads must be a non-empty list of ints in [0, {h - 1}], "
+                         f"got {given!r}")
     data["colors"] = head_colors(max(v["h"] for v in data["kinds"].values()))
     return HeadView(data, {**state, "heads": heads})
 

@@ -19,10 +19,9 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
-from .maps import AttentionMaps, as_attention_maps, collect_attention
-from .plot import _np, show_heatmaps
+from .maps import AttentionMaps, as_attention_maps
+from .plot import show_heatmaps
 from .transformer import PositionalEncoding
 from . import webfig
 
@@ -203,6 +202,9 @@ def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = 
     for name, v, lo in (("d_model", d_model, 2), ("num_positions", num_positions, 1)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
             raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+    if isinstance(dims, (str, bytes)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise ValueError(f"dims must be a list of ints in [0, {d_model - 1}], got {dims!r}")
     dims = [int(d) for d in dims]
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad:

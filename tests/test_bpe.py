@@ -66,7 +66,7 @@ def test_encoding_reproduces_the_training_segmentation():
 
 
 def test_compression_within_a_few_percent_of_hugging_face_tokenizers():
-    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("tokenizers")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     for V in (400, 1000):
         ours = BPE.train(TEXT, V)

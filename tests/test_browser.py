@@ -134,6 +134,7 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
     """Move every shown control of every in-page figure and attention view; -> (controls
     that changed the figure, controls moved, descriptions of those that did not, shown
     controls that are disabled: a control that cannot change anything is not shown)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     changed, total, dead, disabled = 0, 0, [], []
     for n, fig in enumerate(page.locator(FIGURES).all()):
         fig.scroll_into_view_if_needed()
@@ -151,7 +152,11 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
                 if c.get_attribute("aria-pressed") == "true":
                     continue  # the current kind: pressed again at the end, once it is not
                 c.click()
-                page.wait_for_timeout(700)  # a play button shows the next frames
+                try:  # a play button shows the next frames: wait for the first change
+                    page.wait_for_function("([e, b]) => e.querySelector('.d2l-plot').innerHTML !== b",
+                                           arg=[fig.element_handle(), before], timeout=1500)
+                except PlaywrightTimeout:
+                    pass  # counted as a control that changes nothing, below
             elif tag == "SELECT":
                 options = c.evaluate("e => Array.from(e.options).map(o => o.value)")
                 chosen = c.evaluate("e => Array.from(e.selectedOptions).map(o => o.value)")

@@ -272,3 +272,217 @@ def test_transformer_check_is_assertion_on_the_device_without_host_sync(monkeypa
     monkeypatch.setattr(torch, "_assert_async", lambda cond, msg="": seen.append(msg))
     tr.check_token_ids(torch.tensor([[1, 2]]), 5)
     assert seen and "out of range" in seen[0]
+
+
+# ------------------------------------------------------------------ second probe (benchmarks/probe_api.py)
+def _gpt(**kw):
+    return d2l.GPT(12, d_model=8, num_heads=2, num_layers=1, d_ff=16, max_len=16, **kw).eval()
+
+
+META = torch.device("meta")
+
+
+@pytest.mark.parametrize("call, exc, pattern", [
+    # options that a string or a number would silently turn on
+    (lambda: d2l.MultiHeadAttention(8, 2, bias="no"), TypeError, r"bias must be True or False, got 'no'"),
+    (lambda: d2l.MultiHeadAttention(8, 2, fast="no"), TypeError, r"fast must be True or False"),
+    (lambda: d2l.EncoderBlock(8, 2, 16, norm_first="no"), TypeError, r"norm_first must be True or False"),
+    (lambda: d2l.DecoderBlock(8, 2, 16, norm_first=1), TypeError, r"norm_first must be True or False, got 1"),
+    (lambda: d2l.ConvStack(8, dilated="no"), TypeError, r"dilated must be True or False"),
+    (lambda: d2l.set_fused_attention(_tiny_transformer(), enabled="no"), TypeError,
+     r"enabled must be True or False"),
+    (lambda: d2l.Vocab("ab").encode("ab", eos=2), TypeError, r"eos must be True or False, got 2"),
+    (lambda: d2l.Vocab("ab").encode("ab", bos="yes"), TypeError, r"bos must be True or False"),
+    # sizes and numbers that reached torch or Python raw
+    (lambda: d2l.MultiHeadAttention(8, 0), ValueError, r"num_heads must be a positive int, got num_heads=0"),
+    (lambda: d2l.LayerNorm(2.5), ValueError, r"normalized_shape.*got 2.5"),
+    (lambda: d2l.LayerNorm(True), ValueError, r"normalized_shape.*got True"),
+    (lambda: d2l.LayerNorm(8, eps=float("inf")), ValueError, r"eps must be a finite positive number, got inf"),
+    (lambda: d2l.BatchNorm(4, momentum="0.1"), ValueError, r"momentum must be a number in \[0, 1\], got '0.1'"),
+    (lambda: d2l.BatchNorm(4, momentum=None), ValueError, r"momentum.*got None"),
+    (lambda: d2l.GPT(12, norm_eps="x"), ValueError, r"norm_eps must be a finite positive number, got 'x'"),
+    (lambda: d2l.KVCache(-1, 1, 2, 8, 4), ValueError, r"num_layers must be a positive int, got -1"),
+    (lambda: d2l.GRUEncoder(-1, 4, 8), ValueError, r"vocab_size must be a positive int, got -1"),
+    (lambda: d2l.AttentionGRUDecoder(12, 2.5, 8), ValueError, r"embed_size must be a positive int, got 2.5"),
+    (lambda: d2l.set_seed(2 ** 70), ValueError, r"seed must be an int in \[-2\*\*63, 2\*\*64\)"),
+    (lambda: d2l.scaled_dot_product_attention(*[torch.randn(2, 3, 4)] * 3, dropout_p="0.1"),
+     ValueError, r"dropout_p must be a probability in \[0, 1\), got '0.1'"),
+    (lambda: d2l.softmax(torch.randn(2, 3), dim=5), ValueError, r"dim must be an int in \[-2, 1\].*got 5"),
+    (lambda: d2l.noam_schedule(64, 10)(-1), ValueError, r"step number, an int >= 0, got -1"),
+    (lambda: d2l.warmup_cosine_schedule(2, 10)(-2), ValueError, r"step number, an int >= 0, got -2"),
+    (lambda: d2l.kv_cache_bytes(_gpt(), -1, 10), ValueError, r"batch_size must be a positive int, got -1"),
+    (lambda: d2l.kv_cache_bytes(_tiny_transformer(), 1, 10), TypeError, r"model must be a d2lmini GPT"),
+    (lambda: d2l.kv_cache_benchmark(lengths=[]), ValueError, r"lengths must be a non-empty list"),
+    (lambda: d2l.gpt_train_flops("gpt2", -5), ValueError, r"tokens must be a finite number >= 0 .*got -5"),
+    (lambda: d2l.gpt_kv_cache_bytes_per_token("gpt2", 0), ValueError, r"bytes_per_number.*got 0"),
+    (lambda: d2l.gpt_kv_cache_bytes_per_token("nope"), ValueError, r"unknown model 'nope'"),
+    (lambda: d2l.gpt_param_count({"vocab_size": 10}), TypeError, r"config must be a GPT2Config.*lacks"),
+    (lambda: d2l.load_corpus(5), TypeError, r"name must be a corpus file name.*got int"),
+    (lambda: d2l.show_source(5), TypeError, r"show_source shows a function, class or module.*got int"),
+    (lambda: d2l.show_heatmaps(torch.rand(4, 3, 3), ncols=2.5), ValueError, r"ncols must be a positive int, got 2.5"),
+    (lambda: d2l.show_heatmaps([["a", "b"]]), TypeError, r"matrices must hold numbers"),
+    (lambda: d2l.plot([1, 2], fmts=[]), ValueError, r"fmts must be a non-empty list"),
+    (lambda: d2l.head_view(torch.rand(1, 2, 3, 3), heads="all"), ValueError,
+     r"heads must be a non-empty list of ints in \[0, 1\], got 'all'"),
+    (lambda: d2l.pe_figure(dims=["a"]), ValueError, r"dims must be a list of ints"),
+    (lambda: d2l.AttentionMaps(5), TypeError, r"weights must be a dict"),
+    # wrong kinds of input
+    (lambda: d2l.mha_state_dict_from_torch([1]), TypeError, r"state_dict must be a dict.*got list"),
+    (lambda: d2l.state_dict_from_torch(None), TypeError, r"state_dict must be a dict.*got NoneType"),
+    (lambda: d2l.mha_state_dict_from_torch({}, prefix=5), TypeError, r"prefix must be a string"),
+    (lambda: d2l.sgd(torch.zeros(2, requires_grad=True), 0.1), TypeError,
+     r"params must be a list of tensors, e.g. \[w, b\], got one tensor"),
+    (lambda: d2l.accuracy(torch.randn(2, 3), [0, 1]), TypeError, r"y must be a torch.Tensor, got list"),
+    (lambda: d2l.cross_entropy(torch.randn(2, 3), torch.tensor([0, 3])), ValueError,
+     r"class id 3 is out of range for a vocabulary of size 3"),
+    (lambda: d2l.cross_entropy(torch.randn(2, 3), torch.tensor([True, False])), ValueError,
+     r"integer class ids.*torch.bool"),
+    (lambda: d2l.synthetic_data(torch.ones(2), 0.0, 4, noise="0.1"), ValueError, r"noise must be a finite"),
+    (lambda: next(d2l.data_iter(2, torch.ones(4, 2), torch.ones(4), generator="x")), TypeError,
+     r"generator must be a torch.Generator or None, got str"),
+    (lambda: d2l.Vocab.from_tokens(5), TypeError, r"idx_to_token must be a list of token strings, got int"),
+    (lambda: d2l.pad_batch([[1, None]]), TypeError, r"integer ids, got NoneType None in sequence 0"),
+    (lambda: d2l.lm_windows(list("hello"), 2), TypeError, r"lm_windows expects integer ids, got str 'h'"),
+    (lambda: d2l.pairs_to_tensors([("ab", 5)]), TypeError,
+     r"pair 0: the target must be a string or a list of token strings, got int 5"),
+    (lambda: d2l.DateTranslation(5, formats=[]), ValueError, r"formats is empty"),
+    (lambda: d2l.BPE(merges=5), TypeError, r"merges must be a dict"),
+    (lambda: d2l.BPE.train("abc", 300, pattern=5), TypeError, r"pattern must be a regular expression"),
+    (lambda: d2l.BPE.train("ab", 256).decode("hi"), TypeError, r"ids must be a list of token ids.*got str"),
+    (lambda: d2l.BPE.train("ab", 256).decode(torch.zeros(2, 2, dtype=torch.long)), ValueError,
+     r"ids must be a list of ints or a 1-D integer tensor.*shape \(2, 2\)"),
+    (lambda: _gpt()(torch.tensor([[1, 2]]), cache="x"), TypeError, r"cache must be a KVCache.*got str"),
+    (lambda: d2l.collect_attention(_tiny_transformer(), torch.tensor([[4, 5]]), torch.ones(1, 2)),
+     ValueError, r"tgt must be \(B, T\) integer token ids, got torch.float32"),
+    (lambda: d2l.PositionWiseFFN(8, 16)(torch.randn(2, 3, 6)), ValueError,
+     r"expected input \(..., d_model=8\), got shape \(2, 3, 6\)"),
+    (lambda: d2l.PositionWiseFFN(8, 16)(torch.ones(2, 3, 8, dtype=torch.long)), TypeError,
+     r"x must be a floating-point tensor"),
+    (lambda: d2l.AdditiveAttention(4, 4, 8)(*[torch.randn(2, 3, 4).double()] * 3), TypeError,
+     r"float64 but the module's weights are torch.float32"),
+])
+def test_second_probe_errors_are_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+@pytest.mark.parametrize("call, pattern", [
+    # silent wrong answers before: a broadcast, ids read as embeddings, truncation, NaN
+    (lambda: d2l.linreg(torch.randn(3, 2), torch.randn(2, 1), torch.zeros(3)), r"b must be one number.*\(3,\)"),
+    (lambda: d2l.squared_loss(torch.randn(4, 1), torch.randn(2, 2)),
+     r"same shape \(up to dims of size 1\), got y_hat \(4, 1\) and y \(2, 2\)"),
+    (lambda: d2l.synthetic_data(torch.ones(2), torch.ones(2), 2), r"b must be one number.*\(2,\)"),
+    (lambda: d2l.synthetic_data(torch.ones(2), 0.0, 4, noise=float("nan")), r"noise.*got nan"),
+    (lambda: d2l.PositionalEncoding(8)(torch.ones(1, 3, 8, dtype=torch.long)), r"x must be a floating-point"),
+    (lambda: d2l.Vocab("hello")[5], r"vocab\[token\] looks up a string token, got int 5.*idx_to_token\[5\]"),
+    (lambda: d2l.BPE.train("ab", 256).decode([104.7]), r"ids must be ints, got float 104.7"),
+    (lambda: d2l.BPE.train("ab", 256).decode(torch.tensor([104.0])), r"1-D integer tensor.*float32"),
+    (lambda: d2l.label_smoothing_cross_entropy(torch.randn(2, 5), torch.tensor([1, 2]), ignore_index=1.5),
+     r"ignore_index must be an int"),
+    (lambda: list(d2l.bucket_batches(*[torch.zeros(0, 3, dtype=torch.long)] * 3, 2)),
+     r"no examples to batch: src of shape \(0, 3\)"),
+    (lambda: d2l.generate(_gpt(), torch.tensor([[4, 5]]), 2, eos_id=0),
+     r"eos_id=0 is the model's pad id, which generate never chooses"),
+    (lambda: d2l.kv_cache_bytes(_gpt(), -1, 10), r"batch_size.*got -1"),
+    (lambda: d2l.gpt_train_flops("gpt2", float("nan")), r"tokens.*got nan"),
+    (lambda: d2l.plot([1, 2], [[1, 2], [2, 1]], legend=["a"]), r"got 1 legend entries for 2 curves"),
+    (lambda: d2l.LayerNorm(8, eps=float("inf")), r"eps.*got inf"),
+])
+def test_second_probe_silent_wrong_answers_now_raise(call, pattern):
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def test_transformer_refuses_left_or_inner_padding():
+    # positions count from column 0: a left-padded source is read at other positions than
+    # the same source unpadded, so a batch would decode differently from one row alone
+    model = _tiny_transformer().eval()
+    with pytest.raises(ValueError, match=r"src must be right-padded.*row 0 has a real token after a pad"):
+        model(torch.tensor([[0, 0, 4, 5]]), torch.tensor([[1, 4]]))
+    with pytest.raises(ValueError, match=r"tgt must be right-padded"):
+        model(torch.tensor([[4, 5]]), torch.tensor([[1, 0, 4]]))
+    with pytest.raises(ValueError, match=r"src must be right-padded"):
+        d2l.greedy_decode(model, torch.tensor([[4, 5], [0, 6]]), 3, 1, 2)
+    # right padding changes nothing for the real tokens
+    a = model(torch.tensor([[4, 5, 6]]), torch.tensor([[1, 4]]))
+    b = model(torch.tensor([[4, 5, 6, 0, 0]]), torch.tensor([[1, 4, 0]]))[:, :2]
+    assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_right_padding_check_runs_on_the_device_without_host_sync(monkeypatch):
+    import d2lmini.transformer as tr
+    monkeypatch.setattr(tr, "_compiling", lambda: True)   # the CUDA / compiled branch
+    seen = []
+    monkeypatch.setattr(torch, "_assert_async", lambda cond, msg="": seen.append(msg))
+    tr.check_right_padded(torch.tensor([[0, 4]]), 0, "src")
+    assert seen and "right-padded" in seen[0]
+
+
+def test_inputs_on_another_device_than_the_model_are_named():
+    tokens = torch.tensor([[4, 5]]).to(META)
+    with pytest.raises(ValueError, match=r"src is on meta but the model is on cpu"):
+        _tiny_transformer()(tokens, tokens)
+    with pytest.raises(ValueError, match=r"tokens is on meta but the model is on cpu"):
+        _gpt()(tokens)
+    with pytest.raises(ValueError, match=r"tokens is on meta but the model is on cpu"):
+        d2l.BERT(12, 8, 2, 1, 16, 16)(tokens)
+    with pytest.raises(ValueError, match=r"src is on meta but the model is on cpu"):
+        d2l.GRUSeq2Seq(12, 12, embed_size=4, num_hiddens=8)(tokens, tokens)
+    mha, x = _mha_batch()
+    with pytest.raises(ValueError, match=r"mask is on meta but the scores are on cpu"):
+        mha(x, x, x, torch.ones(3, 1, 1, 3, dtype=torch.bool, device=META))
+    with pytest.raises(ValueError, match=r"inputs are on meta but the module is on cpu"):
+        d2l.AdditiveAttention(8, 8, 4)(x.to(META), x.to(META), x.to(META))
+
+
+def test_sampling_with_a_tiny_temperature_is_greedy():
+    # logits / 1e-30 overflowed to inf, and softmax(inf) is NaN: torch.multinomial raised
+    model, prompt = _gpt(), torch.tensor([[4, 5, 6], [0, 7, 8]])
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(d2l.generate(model, prompt, 4, temperature=1e-30, generator=g),
+                       d2l.generate(model, prompt, 4))
+
+
+def test_train_names_shapes_when_the_model_or_loss_fails_and_warns_on_nan():
+    net, data = _linear_data()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with pytest.raises(RuntimeError, match=r"the model failed at step 1 \(its inputs: \(8, 3\) float32\)"):
+        d2l.train(net, nn.MSELoss(), opt, [(torch.randn(8, 3), torch.randn(8, 1))], progress=False)
+    with pytest.raises(RuntimeError, match=r"the loss failed at step 1 \(its output and target: "
+                                           r"\(8, 1\) float32, \(6, 1\) float32\)"):
+        d2l.train(net, nn.MSELoss(), opt, [(X, y[:6]) for X, y in data], progress=False)
+    with pytest.raises(TypeError, match=r"eval_fn must be a function"):
+        d2l.train(net, nn.MSELoss(), opt, data, eval_fn=5, progress=False)
+    with pytest.raises(TypeError, match=r"compile must be True, False or a dict"):
+        d2l.train(net, nn.MSELoss(), opt, data, compile=5, progress=False)
+    with pytest.warns(RuntimeWarning, match=r"the loss is nan from step 1 on"):
+        d2l.train(net, nn.MSELoss(), opt, [(torch.full((8, 2), float("nan")), torch.ones(8, 1))],
+                  progress=False)
+
+
+def test_load_of_a_file_that_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "notes.pt"
+    path.write_text("not a checkpoint")
+    with pytest.raises(ValueError, match=r"is not a d2lmini checkpoint written by d2l.save"):
+        d2l.load(path)
+
+
+def test_the_probe_finds_no_silent_wrong_answer_in_the_package():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "probe_api.py")
+    spec = importlib.util.spec_from_file_location("probe_api", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    rows = [(case[0], *probe.run_case(case)) for case in probe.CASES]
+    import matplotlib.pyplot as plt
+    plt.close("all")
+    assert len(rows) >= 250
+    bad = [r for r in rows if r[1] in ("silent-wrong", "crash")]
+    assert not bad, bad
+    unclear = [r for r in rows if r[1] == "unclear-error"]
+    assert len(unclear) <= 0.05 * len(rows), unclear

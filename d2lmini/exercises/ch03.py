@@ -30,6 +30,8 @@ def _lr_max(answer):
         n = int(torch.randint(32, 400, (1,), generator=g))
         d = int(torch.randint(1, 6, (1,), generator=g))
         scale = 0.3 + 2.7 * torch.rand(d, generator=g, dtype=torch.float64)
+        if not cases:                             # one with scales far apart
+            d, scale = 3, torch.tensor([0.5, 1.0, 3.0], dtype=torch.float64)
         cases.append(torch.randn(n, d, generator=g, dtype=torch.float64) * scale)
     for X in cases:
         case = f"X of shape {tuple(X.shape)}"

@@ -75,9 +75,10 @@ def _allowed_pairs(answer):
     g = _gen()
     for _ in range(4):
         T = int(torch.randint(2, 10, (1,), generator=g))
-        B = int(torch.randint(1, 5, (1,), generator=g))
+        B = int(torch.randint(2, 5, (1,), generator=g))
         lengths = torch.randint(1, T + 1, (B,), generator=g).tolist()
         lengths[0] = T                                    # one sentence without padding
+        lengths[1] = min(lengths[1], T - 1)               # and one with
         case = f"lengths {lengths}, T = {T}"
         got = call(answer, list(lengths), T, case=case)
         if isinstance(got, torch.Tensor):

@@ -49,41 +49,38 @@ def _split_ref(x, h):
     return x.view(B, T, h, D // h).transpose(1, 2)
 
 
-def _shapes(g, n=4):
-    out = [(2, 5, 12, 4)]
+def _inputs(g, n=4):
+    """(x of shape (B, T, D), h): a fixed case, then n random ones; the last in float16."""
+    shapes = [(2, 5, 12, 4)]
     for _ in range(n):
         h = int(torch.randint(1, 7, (1,), generator=g))
-        out.append((int(torch.randint(1, 4, (1,), generator=g)),
-                    int(torch.randint(1, 9, (1,), generator=g)),
-                    h * int(torch.randint(1, 9, (1,), generator=g)), h))
-    return out
+        shapes.append((int(torch.randint(1, 4, (1,), generator=g)),
+                       int(torch.randint(1, 9, (1,), generator=g)),
+                       h * int(torch.randint(1, 9, (1,), generator=g)), h))
+    for i, (B, T, D, h) in enumerate(shapes):
+        dtype = torch.float16 if i == n else torch.float32
+        yield torch.randn(B, T, D, generator=g).to(dtype), h
 
 
 @register("ch6_split_heads", "split_heads", chapter=6, build=True)
 def _split(answer):
     g = _gen()
-    shapes = _shapes(g)
-    for i, (B, T, D, h) in enumerate(shapes):
-        dtype = torch.float16 if i == len(shapes) - 1 else torch.float32
-        x = torch.randn(B, T, D, generator=g).to(dtype)
-        case = f"x of shape {(B, T, D)}, h={h}, {dtype}"
+    for x, h in _inputs(g):
+        case = f"x of shape {tuple(x.shape)}, h={h}, {x.dtype}"
         expect(call(answer, x, h, case=case), _split_ref(x, h), case=case, atol=0, rtol=0)
-    return f"{len(shapes)} random shapes and head counts, float16 included"
+    return "5 random shapes and head counts, float16 included"
 
 
 @register("ch6_combine_heads", "combine_heads", chapter=6, build=True)
 def _combine(answer):
     g = _gen()
-    shapes = _shapes(g)
-    for i, (B, T, D, h) in enumerate(shapes):
-        dtype = torch.float16 if i == len(shapes) - 1 else torch.float32
-        x = torch.randn(B, T, D, generator=g).to(dtype)
+    for x, h in _inputs(g):
         heads = _split_ref(x, h)                           # (B, h, T, D/h)
-        case = f"heads of shape {tuple(heads.shape)}, {dtype}"
+        case = f"heads of shape {tuple(heads.shape)}, {x.dtype}"
         out = call(answer, heads, case=case)
         expect(out, x, case=case, atol=0, rtol=0)
         # the round trip split -> combine gives back x: a layout error shows here
-    return f"{len(shapes)} random shapes and head counts, float16 included"
+    return "5 random shapes and head counts, float16 included"
 
 
 @register("ch6_self_score", "own score without projections", chapter=6, build=True)

@@ -59,9 +59,10 @@ def _source_mask(answer):
     for i in range(3):
         B, S = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(2, 12, (1,),
                                                                              generator=g))
-        pad = int(torch.randint(0, 4, (1,), generator=g))
+        pad = int(torch.randint(0 if i else 1, 4, (1,), generator=g))  # one pad id ≠ 0
         src = torch.randint(4, 20, (B, S), generator=g)
         lengths = torch.randint(1, S + 1, (B,), generator=g)
+        lengths[0] = min(int(lengths[0]), S - 1)        # every batch holds a pad
         src[torch.arange(S)[None] >= lengths[:, None]] = pad
         want = (src != pad)[:, None, :]
         case = f"src {tuple(src.shape)}, pad id {pad}"

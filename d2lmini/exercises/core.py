@@ -99,6 +99,8 @@ def _mismatch(got, expected, rtol: float, atol: float) -> str | None:
     if _is_shape(expected) and isinstance(got, (tuple, list, torch.Size)):
         return None if tuple(got) == tuple(expected) else \
             f"expected {tuple(expected)}, got {tuple(got)!r}"
+    if isinstance(got, (str, bytes)):                   # "1" is not the number 1
+        return f"expected a number or array like {_describe(expected)}, got str {got!r}"
     try:
         g, e = _as_array(got).astype(float), _as_array(expected).astype(float)
     except (TypeError, ValueError):
