@@ -1,5 +1,6 @@
 """d2lmini: the small shared package of the d2lmini book, from linear algebra to the
-Transformer.  One module per concept; every from-scratch piece is tested against torch."""
+Transformer.  One module per concept; every from-scratch piece is tested against
+torch."""
 from .attention import (AdditiveAttention, MultiHeadAttention, masked_softmax,
                         mha_state_dict_from_torch, scaled_dot_product_attention)
 from .attention import set_fused_attention
@@ -12,8 +13,8 @@ from .maps import AttentionMaps, collect_attention
 from .gpt import (GPT, KVCache, generate, gelu_tanh, kv_cache_benchmark, kv_cache_bytes,
                   load_corpus)
 from .bpe import BPE
-from .gpt2 import (GPT_CONFIGS, gpt2_from_hf, gpt_kv_cache_bytes_per_token, gpt_param_count,
-                   gpt_train_flops, huggingface_reachable)
+from .gpt2 import (GPT_CONFIGS, gpt2_from_hf, gpt_kv_cache_bytes_per_token,
+                   gpt_param_count, gpt_train_flops, huggingface_reachable)
 from .monitor import TrainingMonitor
 from .norms import BatchNorm, LayerNorm
 from .plot import plot, show_heatmaps
@@ -24,14 +25,15 @@ from .text import (DateTranslation, Vocab, bucket_batches, lm_windows, pad_batch
                    pairs_to_tensors, toy_translation)
 from .io import load, save
 from .train import History, train
-from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding, PositionWiseFFN,
-                          Transformer, greedy_decode, label_smoothing_cross_entropy,
-                          sequence_loss, state_dict_from_torch)
+from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding,
+                          PositionWiseFFN, Transformer, greedy_decode,
+                          label_smoothing_cross_entropy, sequence_loss,
+                          state_dict_from_torch)
 from .utils import device, set_seed, show_source
 from .diagrams import diagram
 from .views import head_view, model_view
-from .widgets import (AttentionExplorer, PEExplorer, attention_explorer, attention_figure,
-                      pe_explorer, pe_figure)
+from .widgets import (AttentionExplorer, PEExplorer, attention_explorer,
+                      attention_figure, pe_explorer, pe_figure)
 
 from . import ablation  # chapter 9: train one variant on the dates, measure it
 

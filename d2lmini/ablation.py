@@ -23,8 +23,8 @@ from .text import DateTranslation, bucket_batches, pad_batch
 from .transformer import Transformer, label_smoothing_cross_entropy
 from .utils import check_positive_int, set_seed
 
-__all__ = ["DateData", "train_dates", "evaluate", "predictions", "expected_calibration_error",
-           "summarize", "paired", "table", "spread_plot"]
+__all__ = ["DateData", "train_dates", "evaluate", "predictions",
+           "expected_calibration_error", "summarize", "paired", "table", "spread_plot"]
 
 
 class DateData:
@@ -50,13 +50,16 @@ class DateData:
     def shifted(self, split: str, lo: int, hi: int, seed: int = 0):
         """(src, tgt_in, tgt_out) of ``split`` with lo..hi leading spaces per source"""
         if not 0 <= lo <= hi:
-            raise ValueError(f"a shift range must be 0 <= lo <= hi, got lo={lo}, hi={hi}")
+            raise ValueError(f"a shift range must be 0 <= lo <= hi, "
+                             f"got lo={lo}, hi={hi}")
         if split not in self.pairs:
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         rng = random.Random(seed)
         pairs = self.pairs[split]
-        src = pad_batch([self.src_vocab.encode(" " * rng.randint(lo, hi) + s) for s, _ in pairs])
-        tgt = pad_batch([self.tgt_vocab.encode(t, bos=True, eos=True) for _, t in pairs])
+        src = pad_batch([self.src_vocab.encode(" " * rng.randint(lo, hi) + s)
+                         for s, _ in pairs])
+        tgt = pad_batch([self.tgt_vocab.encode(t, bos=True, eos=True)
+                         for _, t in pairs])
         return src, tgt[:, :-1], tgt[:, 1:]
 
     def source_lengths(self, split: str = "train") -> torch.Tensor:
@@ -69,13 +72,17 @@ def expected_calibration_error(confidence: torch.Tensor, correct: torch.Tensor,
     """ECE = sum_b (n_b / n) |accuracy_b - mean confidence_b| over equal-width bins of
     confidence in [0, 1].  confidence (n,) floats, correct (n,) bools."""
     check_positive_int(bins, "bins")
-    if confidence.shape != correct.shape or confidence.dim() != 1 or len(confidence) == 0:
-        raise ValueError(f"expected confidence and correct of the same shape (n,), n > 0, got "
+    if (confidence.shape != correct.shape or confidence.dim() != 1
+            or len(confidence) == 0):
+        raise ValueError(f"expected confidence and correct of the same shape (n,), "
+                         f"n > 0, got "
                          f"{tuple(confidence.shape)} and {tuple(correct.shape)}")
     conf, corr = confidence.double(), correct.double()
-    which = (conf * bins).long().clamp(0, bins - 1)                    # bin of each sample
-    n = torch.zeros(bins, dtype=torch.float64).index_add_(0, which, torch.ones_like(conf))
-    gap = (torch.zeros(bins, dtype=torch.float64).index_add_(0, which, corr - conf)).abs()
+    which = (conf * bins).long().clamp(0, bins - 1)  # bin of each sample
+    n = torch.zeros(bins, dtype=torch.float64).index_add_(0, which,
+                                                          torch.ones_like(conf))
+    gap = (torch.zeros(bins, dtype=torch.float64).index_add_(0, which,
+                                                             corr - conf)).abs()
     return float(gap.sum() / n.sum())
 
 
@@ -125,10 +132,11 @@ def evaluate(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
             "conf_right": conf[ok].mean().item() if ok.any() else float("nan")}
 
 
-def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: float = 0.1,
-                lr: float = 5e-3, warmup: int = 30, batch_size: int = 64, device=None,
-                d_model: int = 32, num_heads: int = 4, num_layers: int = 1, d_ff: int = 128,
-                build=None, **model_kw) -> dict:
+def train_dates(data: DateData, steps: int = 300, seed: int = 0,
+                smoothing: float = 0.1, lr: float = 5e-3, warmup: int = 30,
+                batch_size: int = 64, device=None, d_model: int = 32,
+                num_heads: int = 4, num_layers: int = 1, d_ff: int = 128, build=None,
+                **model_kw) -> dict:
     """Train ``Transformer(d_model, num_heads, num_layers, d_ff, **model_kw)`` on
     ``data.train`` for ``steps`` Adam steps (warm-up then cosine decay, label smoothing
     ``smoothing``), then :func:`evaluate` it on ``data.test``.
@@ -149,19 +157,25 @@ def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: floa
     kw = dict(d_model=d_model, num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
               dropout=0.0, max_len=64)
     kw.update(model_kw)
-    model = (build or Transformer)(len(data.src_vocab), len(data.tgt_vocab), **kw).to(dev)
-    set_fused_attention(model, True)           # faster; nobody reads the weights while training
-    fused = True if dev.type in ("cpu", "cuda") else None   # one kernel for all parameters
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+    model = (build or Transformer)(len(data.src_vocab), len(data.tgt_vocab),
+                                   **kw).to(dev)
+    # faster; nobody reads the weights while training
+    set_fused_attention(model, True)
+    # one kernel for all parameters
+    fused = True if dev.type in ("cpu", "cuda") else None
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9,
+                           fused=fused)
     # warmup 0 or 1: full rate from the first step
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine_schedule(max(warmup, 1), steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, warmup_cosine_schedule(max(warmup, 1), steps))
     gen = torch.Generator().manual_seed(seed)
     pad = data.tgt_vocab.pad_id
     step, losses = 0, []
     start = time.perf_counter()
     model.train()
     while step < steps:
-        for src, tgt_in, tgt_out in bucket_batches(*data.train, batch_size, generator=gen):
+        for src, tgt_in, tgt_out in bucket_batches(*data.train, batch_size,
+                                                   generator=gen):
             src, tgt_in, tgt_out = src.to(dev), tgt_in.to(dev), tgt_out.to(dev)
             loss = label_smoothing_cross_entropy(model(src, tgt_in), tgt_out, smoothing,
                                                  ignore_index=pad)
@@ -174,7 +188,8 @@ def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: floa
             if step >= steps:
                 break
     seconds = time.perf_counter() - start
-    set_fused_attention(model, False)          # the returned model keeps attention weights again
+    # the returned model keeps attention weights again
+    set_fused_attention(model, False)
     result = evaluate(model, *data.test)
     step_loss = torch.stack(losses).cpu()
     result.update(params=sum(p.numel() for p in model.parameters()), seconds=seconds,
@@ -183,7 +198,8 @@ def train_dates(data: DateData, steps: int = 300, seed: int = 0, smoothing: floa
     return result
 
 
-def summarize(results: list[dict], key: str = "exact_match") -> tuple[float, float, float]:
+def summarize(results: list[dict],
+              key: str = "exact_match") -> tuple[float, float, float]:
     """(mean, min, max) of ``key`` over runs (e.g. several seeds)."""
     vals = [r[key] for r in results]
     if not vals:
@@ -191,7 +207,8 @@ def summarize(results: list[dict], key: str = "exact_match") -> tuple[float, flo
     return statistics.fmean(vals), min(vals), max(vals)
 
 
-def paired(variant: list[dict], baseline: list[dict], key: str = "exact_match") -> list[float]:
+def paired(variant: list[dict], baseline: list[dict],
+           key: str = "exact_match") -> list[float]:
     """Per-seed differences ``variant[i][key] - baseline[i][key]`` (runs of the same
     seeds, in the same order: same initial weights where shapes agree, same batches)."""
     if len(variant) != len(baseline) or not variant:
@@ -202,22 +219,24 @@ def paired(variant: list[dict], baseline: list[dict], key: str = "exact_match") 
 
 def table(results: dict[str, list[dict]], names, keys=("exact_match", "loss"),
           width: int = 14, col: int = 21) -> None:
-    """Print ``mean [min, max]`` of each key over the runs (seeds) of each name: a first
-    column ``width`` wide, then one of ``col`` characters per key."""
+    """Print ``mean [min, max]`` of each key over the runs (seeds) of each name: a
+    first column ``width`` wide, then one of ``col`` characters per key."""
     print(f"{'variant':<{width}}" + "".join(f"{k:>{col}}" for k in keys))
     for n in names:
-        cells = ["{:.3f} [{:.3f}, {:.3f}]".format(*summarize(results[n], k)) for k in keys]
+        cells = ["{:.3f} [{:.3f}, {:.3f}]".format(*summarize(results[n], k))
+                 for k in keys]
         print(f"{n:<{width}}" + "".join(f"{c:>{col}}" for c in cells))
 
 
 def spread_plot(ax, results: dict[str, list[dict]], names, key: str = "exact_match",
                 highlight: str | None = None) -> None:
-    """One dot per run (seed) and a bar from min to max with the mean marked, per name:
-    how far apart the variants are, next to how far apart the seeds are."""
+    """One dot per run (seed) and a bar from min to max with the mean marked, per
+    name: how far apart the variants are, next to how far apart the seeds are."""
     for i, n in enumerate(names):
         vals = [r[key] for r in results[n]]
         color = "tab:blue" if n == highlight else "tab:gray"
         ax.vlines(i, min(vals), max(vals), color=color, lw=6, alpha=0.3)
         ax.plot([i] * len(vals), vals, "o", ms=3.5, color=color)
-        ax.plot([i - 0.25, i + 0.25], [statistics.fmean(vals)] * 2, "-", color="k", lw=1.5)
+        ax.plot([i - 0.25, i + 0.25], [statistics.fmean(vals)] * 2, "-", color="k",
+                lw=1.5)
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")

@@ -33,9 +33,9 @@ def _check_mask(mask: torch.Tensor, scores_shape: torch.Size, device=None) -> No
         if mask.dim() == 2 and len(scores_shape) > 2:
             hint = (" (a (B, T) padding mask? use d2l.padding_mask(tokens, pad_id), "
                     "which is (B, 1, 1, T))")
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores of "
-                         f"shape {tuple(scores_shape)}: expected a {len(scores_shape)}-D "
-                         f"bool mask {want}{hint}")
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
+                         f"scores of shape {tuple(scores_shape)}: expected a "
+                         f"{len(scores_shape)}-D bool mask {want}{hint}")
 
 
 def _autocast_on(device_type: str) -> bool:
@@ -55,24 +55,26 @@ def _check_same(tensors: dict, what: str = "dtype") -> None:
 
 
 def _check_module(x: torch.Tensor, w: torch.Tensor) -> None:
-    """Inputs must have the dtype (unless autocast is on) and the device of the weights."""
+    """Inputs must have the dtype (unless autocast is on) and the device of the
+    weights."""
     if x.dtype != w.dtype and not _autocast_on(x.device.type):
         raise TypeError(f"query/key/value are {x.dtype} but the module's weights are "
-                        f"{w.dtype}: convert the inputs (x.to({w.dtype})) or the module "
-                        f"(.to({x.dtype}))")
+                        f"{w.dtype}: convert the inputs (x.to({w.dtype})) or the "
+                        f"module (.to({x.dtype}))")
     if x.device != w.device:
         raise ValueError(f"inputs are on {x.device} but the module is on {w.device}")
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(scores: torch.Tensor,
+                   mask: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim; where ``mask`` is False the weight is exactly 0.
 
     Masked scores are set to the dtype's most negative *finite* number (not -inf,
     not a hard-coded -1e9 that overflows float16), and the weights of masked
     positions are zeroed afterwards, so a row with no allowed key is all zeros,
     never NaN, in float32, float16 and bfloat16.
-    scores: (..., T_q, T_k); mask: bool with as many dims as ``scores``, each equal or 1,
-    e.g. (B, 1, T_k) for (B, T_q, T_k) scores (``d2l.padding_mask(...)[:, 0]``).
+    scores: (..., T_q, T_k); mask: bool with as many dims as ``scores``, each equal or
+    1, e.g. (B, 1, T_k) for (B, T_q, T_k) scores (``d2l.padding_mask(...)[:, 0]``).
     """
     check_tensor(scores, "scores", floating=True)
     if mask is None:
@@ -84,22 +86,24 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None,
-                                 dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+                                 dropout_p: float = 0.0
+                                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v.
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v) of one dtype and device,
     leading dims equal (or 1); mask: bool with one dim per dim of the scores
     (..., T_q, T_k), each equal or 1 (e.g. (B, 1, T_k) for 3-D inputs, (B, 1, 1, T_k)
-    for 4-D ones: ``d2l.padding_mask``).  Returns (output (..., T_q, d_v), weights (..., T_q, T_k));
-    the weights are those before dropout.
+    for 4-D ones: ``d2l.padding_mask``).  Returns (output (..., T_q, d_v),
+    weights (..., T_q, T_k)); the weights are those before dropout.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(t, name, floating=True)
         if t.dim() < 2:
-            raise ValueError(f"{name} must be at least 2-D (..., T, d), got shape {tuple(t.shape)}")
+            raise ValueError(f"{name} must be at least 2-D (..., T, d), got shape "
+                             f"{tuple(t.shape)}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"query and key feature sizes differ: q has d_k={q.shape[-1]}, "
-                         f"k has d_k={k.shape[-1]}")
+        raise ValueError("query and key feature sizes differ: q has "
+                         f"d_k={q.shape[-1]}, k has d_k={k.shape[-1]}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"key and value lengths differ: k has T_k={k.shape[-2]}, "
                          f"v has T_k={v.shape[-2]}")
@@ -107,8 +111,9 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
-        raise ValueError(f"q, k and v must agree in their leading (batch, head) dims, got "
-                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}") from None
+        raise ValueError("q, k and v must agree in their leading (batch, head) dims, "
+                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}, v "
+                         f"{tuple(v.shape)}") from None
     check_dropout(dropout_p, "dropout_p")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     weights = masked_softmax(scores, mask)
@@ -123,7 +128,8 @@ class AdditiveAttention(nn.Module):
     -> (B, T_q, d_v); keeps the weights (B, T_q, T_k) in ``.attention_weights``.
     """
 
-    def __init__(self, query_size: int, key_size: int, num_hiddens: int, dropout: float = 0.0):
+    def __init__(self, query_size: int, key_size: int, num_hiddens: int,
+                 dropout: float = 0.0):
         super().__init__()
         for name, n in (("query_size", query_size), ("key_size", key_size),
                         ("num_hiddens", num_hiddens)):
@@ -140,9 +146,11 @@ class AdditiveAttention(nn.Module):
             check_tensor(t, name, ndim=3, floating=True)
         if q.shape[-1] != self.W_q.in_features or k.shape[-1] != self.W_k.in_features:
             raise ValueError(f"expected query size {self.W_q.in_features} and key size "
-                             f"{self.W_k.in_features}, got {q.shape[-1]} and {k.shape[-1]}")
+                             f"{self.W_k.in_features}, got {q.shape[-1]} and "
+                             f"{k.shape[-1]}")
         if k.shape[1] != v.shape[1]:
-            raise ValueError(f"key and value lengths differ: {k.shape[1]} vs {v.shape[1]}")
+            raise ValueError(f"key and value lengths differ: {k.shape[1]} vs "
+                             f"{v.shape[1]}")
         if not q.shape[0] == k.shape[0] == v.shape[0]:
             raise ValueError(f"q, k and v batch sizes differ: q {tuple(q.shape)}, "
                              f"k {tuple(k.shape)}, v {tuple(v.shape)}")
@@ -176,8 +184,8 @@ class MultiHeadAttention(nn.Module):
     switches every such module of a model at once.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 fast: bool = False):
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0,
+                 bias: bool = True, fast: bool = False):
         super().__init__()
         for name, v in (("d_model", d_model), ("num_heads", num_heads)):
             if not isinstance(v, int) or isinstance(v, bool):
@@ -186,10 +194,13 @@ class MultiHeadAttention(nn.Module):
         check_dropout(dropout)
         check_bool(bias, "bias"), check_bool(fast, "fast")
         if num_heads < 1:
-            raise ValueError(f"num_heads must be a positive int, got num_heads={num_heads}")
+            raise ValueError("num_heads must be a positive int, got "
+                             f"num_heads={num_heads}")
         if d_model % num_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
+            raise ValueError(f"d_model={d_model} is not divisible by "
+                             f"num_heads={num_heads}")
+        self.d_model, self.num_heads, self.d_k = (d_model, num_heads,
+                                                  d_model // num_heads)
         self.dropout, self.fast = dropout, fast
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
         self.W_k = nn.Linear(d_model, d_model, bias=bias)
@@ -214,9 +225,9 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"{name} must have d_model={self.d_model} features, "
                                  f"got shape {tuple(t.shape)}")
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
-            raise ValueError(f"key and value must be (B, T_k, d_model) with the query's batch "
-                             f"size, got query {tuple(query.shape)}, key {tuple(key.shape)}, "
-                             f"value {tuple(value.shape)}")
+            raise ValueError("key and value must be (B, T_k, d_model) with the "
+                             f"query's batch size, got query {tuple(query.shape)}, key "
+                             f"{tuple(key.shape)}, value {tuple(value.shape)}")
         _check_same({"query": query, "key": key, "value": value})
         _check_module(query, self.W_q.weight)
         if mask is not None:
@@ -224,13 +235,15 @@ class MultiHeadAttention(nn.Module):
                 _check_mask(mask, ())  # raises: not a bool tensor
             if mask.dim() not in (3, 4):
                 raise ValueError(
-                    f"mask must be 4-D (B|1, h|1, T_q|1, T_k) or 3-D (B|1, T_q|1, T_k), got "
-                    f"shape {tuple(mask.shape)}"
-                    + (" (a (B, T) padding mask? use d2l.padding_mask(tokens, pad_id), which "
-                       "is (B, 1, 1, T))" if mask.dim() == 2 else ""))
+                    "mask must be 4-D (B|1, h|1, T_q|1, T_k) or 3-D (B|1, T_q|1, "
+                    f"T_k), got shape {tuple(mask.shape)}"
+                    + (" (a (B, T) padding mask? use d2l.padding_mask(tokens, pad_id), "
+                       "which is (B, 1, 1, T))" if mask.dim() == 2 else ""))
             if mask.dim() == 3:
-                mask = mask[:, None]  # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
-            B, h, T_q, T_k = query.shape[0], self.num_heads, query.shape[1], key.shape[1]
+                # (B, T_q, T_k) -> (B, 1, T_q, T_k): same for every head
+                mask = mask[:, None]
+            B, h, T_q, T_k = (query.shape[0], self.num_heads, query.shape[1],
+                              key.shape[1])
             _check_mask(mask, torch.Size((B, h, T_q, T_k)), query.device)
         p = self.dropout if self.training else 0.0
         if self.fast:
@@ -247,8 +260,8 @@ class MultiHeadAttention(nn.Module):
         return self.W_o(self.combine_heads(out))  # (B, T_q, d_model)
 
     def _project(self, query, key, value):
-        """W_q query, W_k key, W_v value, with one matrix product for the inputs that are
-        the same tensor (self-attention: q, k and v; cross-attention: k and v), as
+        """W_q query, W_k key, W_v value, with one matrix product for the inputs that
+        are the same tensor (self-attention: q, k and v; cross-attention: k and v), as
         ``nn.MultiheadAttention`` does with its stacked ``in_proj_weight``."""
         lins = (self.W_q, self.W_k, self.W_v)
         if query is key and key is value:
@@ -281,7 +294,8 @@ def set_fused_attention(model: nn.Module, enabled: bool = True) -> nn.Module:
     check_bool(enabled, "enabled")
     found = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     if not found:
-        raise ValueError(f"{type(model).__name__} contains no d2lmini MultiHeadAttention")
+        raise ValueError(f"{type(model).__name__} contains no d2lmini "
+                         "MultiHeadAttention")
     for m in found:
         m.fast = bool(enabled)
     return model
@@ -296,7 +310,8 @@ def check_state_dict(state_dict) -> None:
 
 def mha_state_dict_from_torch(state_dict: dict, prefix: str = "") -> dict:
     """Rename an ``nn.MultiheadAttention`` state dict (``in_proj_weight``, ``out_proj``)
-    to ``MultiHeadAttention``'s (``W_q``, ``W_k``, ``W_v``, ``W_o``); other keys pass through.
+    to ``MultiHeadAttention``'s (``W_q``, ``W_k``, ``W_v``, ``W_o``); other keys pass
+    through.
 
     ``prefix`` selects the attention module inside a bigger state dict, e.g.
     ``"self_attn."``; pass "" for a bare ``nn.MultiheadAttention``.

@@ -19,19 +19,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checkpoints import read_checkpoint
 from .maps import AttentionMaps
 from .norms import LayerNorm
 from .transformer import EncoderBlock, _compiling, check_token_ids
 from .utils import check_device, check_generator, check_positive_int, check_tensor
 
-__all__ = ["BERT", "mask_tokens", "bert_from_hf", "CharVocab", "book_vocab", "book_windows",
-           "mlm_accuracy", "load_book_bert"]
+__all__ = ["BERT", "mask_tokens", "bert_from_hf", "CharVocab", "book_vocab",
+           "book_windows", "mlm_accuracy", "load_book_bert"]
 
 # the FFN's activation; BERT uses the exact GELU (Hugging Face's hidden_act "gelu")
-ACTIVATIONS = {"gelu": F.gelu, "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+ACTIVATIONS = {"gelu": F.gelu,
+               "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
                "relu": F.relu}
-HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-                  "relu": "relu"}
+HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh",
+                  "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 
 def _check_id(value, name: str, vocab_size: int, allow_none: bool = False) -> None:
@@ -51,12 +53,13 @@ def _check_ids(x, name: str, size: int, what: str) -> None:
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} must hold at least one token per row, got shape "
                          f"{tuple(x.shape)}")
-    if x.device.type == "cuda" or _compiling():   # an assertion on the device, no host sync
+    # an assertion on the device, no host sync
+    if x.device.type == "cuda" or _compiling():
         return check_token_ids(x, size)
     lo, hi = int(x.min()), int(x.max())
     if lo < 0 or hi >= size:
-        raise ValueError(f"{name}: id {lo if lo < 0 else hi} is out of range for {what} "
-                         f"(expected ids 0..{size - 1})")
+        raise ValueError(f"{name}: id {lo if lo < 0 else hi} is out of range for "
+                         f"{what} (expected ids 0..{size - 1})")
 
 
 class BERT(nn.Module):
@@ -64,34 +67,38 @@ class BERT(nn.Module):
 
     Embedding: LayerNorm(token + segment + learned position), then dropout; N post-norm
     :class:`~d2lmini.EncoderBlock`s with GELU in the FFN.  No causal mask; the model
-    builds its padding mask itself (no query attends to a ``pad_id`` token; ``pad_id=None``:
-    no id is padding).  Pads go at the end of a row, as BERT's tokenizer puts them; a
-    token's position counts the real tokens before it, so extra pads, on either side,
-    change nothing for the real tokens.
+    builds its padding mask itself (no query attends to a ``pad_id`` token;
+    ``pad_id=None``: no id is padding).  Pads go at the end of a row, as BERT's
+    tokenizer puts them; a token's position counts the real tokens before it, so extra
+    pads, on either side, change nothing for the real tokens.
 
     * ``forward(tokens (B, T), segments=None (B, T) in 0..num_segments-1)`` -> hidden
       (B, T, d_model); segments default to 0 (one sentence).
     * ``mlm_logits(hidden)`` -> (B, T, vocab_size): dense, GELU, LayerNorm, then the
       token embedding's matrix (tied) plus a bias: BERT's masked-language-model head.
-    * ``pooled(hidden)`` -> (B, d_model): tanh(dense(hidden[:, 0])), the ``[CLS]`` summary
-      a classifier reads.
-    * ``attention_maps(tokens, segments=None)`` -> ``AttentionMaps`` {"self": (L, B, h, T, T)}.
+    * ``pooled(hidden)`` -> (B, d_model): tanh(dense(hidden[:, 0])), the ``[CLS]``
+      summary a classifier reads.
+    * ``attention_maps(tokens, segments=None)`` -> ``AttentionMaps``
+      {"self": (L, B, h, T, T)}.
 
     ``self.config``: the constructor's arguments (plain values), enough to rebuild it.
-    ``activation`` ("gelu", "gelu_tanh", "relu") and ``norm_eps`` (BERT: 1e-12) are there
-    so that Hugging Face models port exactly (:func:`bert_from_hf`).
+    ``activation`` ("gelu", "gelu_tanh", "relu") and ``norm_eps`` (BERT: 1e-12) are
+    there so that Hugging Face models port exactly (:func:`bert_from_hf`).
     """
 
     def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int,
                  d_ff: int, max_len: int, num_segments: int = 2, dropout: float = 0.0,
-                 pad_id: int | None = 0, activation: str = "gelu", norm_eps: float = 1e-12):
+                 pad_id: int | None = 0, activation: str = "gelu",
+                 norm_eps: float = 1e-12):
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("d_model", d_model),
                         ("num_heads", num_heads), ("num_layers", num_layers),
-                        ("d_ff", d_ff), ("max_len", max_len), ("num_segments", num_segments)):
+                        ("d_ff", d_ff), ("max_len", max_len),
+                        ("num_segments", num_segments)):
             check_positive_int(v, name)
         if d_model % num_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+            raise ValueError(f"d_model={d_model} is not divisible by "
+                             f"num_heads={num_heads}")
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) \
                 or not 0 <= dropout < 1:
             raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
@@ -104,8 +111,9 @@ class BERT(nn.Module):
             raise ValueError(f"norm_eps must be a positive number, got {norm_eps!r}")
         self.config = dict(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
                            num_layers=num_layers, d_ff=d_ff, max_len=max_len,
-                           num_segments=num_segments, dropout=float(dropout), pad_id=pad_id,
-                           activation=activation, norm_eps=float(norm_eps))
+                           num_segments=num_segments, dropout=float(dropout),
+                           pad_id=pad_id, activation=activation,
+                           norm_eps=float(norm_eps))
         self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
         self.num_segments, self.pad_id = num_segments, pad_id
         act = ACTIVATIONS[activation]
@@ -121,7 +129,7 @@ class BERT(nn.Module):
             blk.norm1.eps = blk.norm2.eps = float(norm_eps)
             self.blocks.append(blk)
         self.pooler = nn.Linear(d_model, d_model)        # [CLS] -> tanh(dense)
-        self.mlm_dense = nn.Linear(d_model, d_model)     # MLM head: dense, act, norm, E^T
+        self.mlm_dense = nn.Linear(d_model, d_model)  # MLM head: dense, act, norm, E^T
         self.mlm_norm = LayerNorm(d_model, norm_eps)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
         self._act = act
@@ -144,10 +152,12 @@ class BERT(nn.Module):
         nn.init.zeros_(self.mlm_bias)
 
     # ------------------------------------------------------------------ inputs
-    def check_inputs(self, tokens: torch.Tensor, segments: torch.Tensor | None = None) -> None:
-        """Clear errors for bad ids, dtypes, shapes or lengths (``d2l.train`` calls it on
-        each batch on the CPU before moving it)."""
-        _check_ids(tokens, "tokens", self.vocab_size, f"a vocabulary of size {self.vocab_size}")
+    def check_inputs(self, tokens: torch.Tensor,
+                     segments: torch.Tensor | None = None) -> None:
+        """Clear errors for bad ids, dtypes, shapes or lengths (``d2l.train`` calls it
+        on each batch on the CPU before moving it)."""
+        _check_ids(tokens, "tokens", self.vocab_size,
+                   f"a vocabulary of size {self.vocab_size}")
         if tokens.shape[1] > self.max_len:
             raise ValueError(f"sequence of {tokens.shape[1]} tokens is longer than the "
                              f"model's max_len={self.max_len}")
@@ -161,13 +171,15 @@ class BERT(nn.Module):
                        f"num_segments={self.num_segments}")
 
     def padding(self, tokens: torch.Tensor) -> torch.Tensor:
-        """tokens (B, T) -> bool (B, T), True on real tokens (all True if pad_id is None)."""
+        """tokens (B, T) -> bool (B, T), True on real tokens (all True if pad_id is
+        None)."""
         if self.pad_id is None:
             return torch.ones_like(tokens, dtype=torch.bool)
         return tokens != self.pad_id
 
     # ------------------------------------------------------------------ the model
-    def embed(self, tokens: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+    def embed(self, tokens: torch.Tensor,
+              segments: torch.Tensor | None = None) -> torch.Tensor:
         """LayerNorm(token + segment + position) -> (B, T, d_model), after dropout."""
         real = self.padding(tokens)                                       # (B, T)
         cols = torch.arange(tokens.shape[1], device=tokens.device).expand_as(tokens)
@@ -177,7 +189,8 @@ class BERT(nn.Module):
             + self.position_embedding(pos)
         return self.dropout(self.embed_norm(x))
 
-    def forward(self, tokens: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor,
+                segments: torch.Tensor | None = None) -> torch.Tensor:
         check_tensor(tokens, "tokens", ndim=2)
         check_device(tokens, self.token_embedding.weight, "tokens")
         if isinstance(segments, torch.Tensor):
@@ -186,14 +199,14 @@ class BERT(nn.Module):
         mask = self.padding(tokens)[:, None, None, :]                     # (B, 1, 1, T)
         x = self.embed(tokens, segments)                                  # (B, T, d)
         for blk in self.blocks:
-            x = blk(x, mask)                                              # no causal mask
+            x = blk(x, mask)                                          # no causal mask
         return x
 
     def _check_hidden(self, hidden) -> None:
         check_tensor(hidden, "hidden", ndim=3, floating=True)
         if hidden.shape[-1] != self.d_model:
-            raise ValueError(f"hidden must be (B, T, d_model={self.d_model}), got shape "
-                             f"{tuple(hidden.shape)}")
+            raise ValueError(f"hidden must be (B, T, d_model={self.d_model}), got "
+                             f"shape {tuple(hidden.shape)}")
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, T, d) -> logits (B, T, vocab_size), the output matrix tied to the
@@ -208,7 +221,8 @@ class BERT(nn.Module):
         return torch.tanh(self.pooler(hidden[:, 0]))
 
     @torch.no_grad()
-    def attention_maps(self, tokens: torch.Tensor, segments: torch.Tensor | None = None):
+    def attention_maps(self, tokens: torch.Tensor,
+                       segments: torch.Tensor | None = None):
         """Self-attention weights of every block and head -> ``AttentionMaps``
         {"self": (L, B, h, T, T)}, masks False on pad keys and pad queries (no causal
         part: BERT looks both ways).  Runs in eval mode."""
@@ -225,7 +239,7 @@ class BERT(nn.Module):
             for attn, fast in attns:
                 attn.fast = fast
         w = torch.stack([b.self_attn.attention_weights.detach().float().cpu()
-                         for b in self.blocks])                           # (L, B, h, T, T)
+                         for b in self.blocks])                       # (L, B, h, T, T)
         real = self.padding(tokens).cpu()
         mask = real[:, None, None, :] & real[:, None, :, None]            # (B, 1, T, T)
         return AttentionMaps({"self": w}, {"self": mask.expand(w.shape[1:])})
@@ -239,13 +253,14 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
 
     Each position that holds neither a special id (``special_ids``, ``mask_id``) nor the
     pad id is selected with probability ``p``.  Of the selected positions 80 % become
-    ``mask_id``, 10 % a random id that is not special, 10 % keep their token.  ``labels``
-    hold the original id at the selected positions and -100 (ignored by
+    ``mask_id``, 10 % a random id that is not special, 10 % keep their token.
+    ``labels`` hold the original id at the selected positions and -100 (ignored by
     ``F.cross_entropy``) elsewhere.  A seeded ``generator`` makes it reproducible
     (the draws happen on the generator's device).  ``pad_id=None``: no id is padding.
     """
     if not isinstance(tokens, torch.Tensor):
-        raise TypeError(f"tokens must be a torch.Tensor of ids, got {type(tokens).__name__}")
+        raise TypeError(f"tokens must be a torch.Tensor of ids, "
+                        f"got {type(tokens).__name__}")
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must hold integer ids, got {tokens.dtype}")
     check_positive_int(vocab_size, "vocab_size")
@@ -276,8 +291,8 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
     t = tokens.to(where).long()
     eligible = ~torch.isin(t, torch.tensor(sorted(special), device=where))
     u = torch.rand(t.shape, generator=generator, device=where)
-    selected = eligible & (u < p)                                        # ~p of eligible
-    v = torch.rand(t.shape, generator=generator, device=where)           # 80 / 10 / 10
+    selected = eligible & (u < p)                                       # ~p of eligible
+    v = torch.rand(t.shape, generator=generator, device=where)          # 80 / 10 / 10
     to_mask, to_random = selected & (v < 0.8), selected & (v >= 0.8) & (v < 0.9)
     pick = torch.randint(len(normal), t.shape, generator=generator, device=where)
     inputs = torch.where(to_mask, torch.full_like(t, mask_id), t)
@@ -286,15 +301,16 @@ def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids
     return inputs.to(tokens.device), labels.to(tokens.device)
 
 
-# ------------------------------------------------------------------ Hugging Face weights
+# ----------------------------------------------------------------- Hugging Face weights
 def bert_from_hf(model) -> BERT:
     """A :class:`BERT` holding the weights of a Hugging Face ``BertModel`` or
-    ``BertForMaskedLM`` (also ``BertForPreTraining`` and other ``BertFor*`` models with
-    a ``.bert``), its configuration read from ``model.config``.  Hidden states (and, with
-    a masked-LM head, its logits) equal Hugging Face's to float rounding.  Hugging Face
-    attends to every token unless given an ``attention_mask``; this model never attends
-    to ``config.pad_token_id``: compare with ``attention_mask=(ids != pad_id)``.  A model
-    without a pooler or MLM head leaves ours at its initial values.
+    ``BertForMaskedLM`` (also ``BertForPreTraining`` and other ``BertFor*`` models
+    with a ``.bert``), its configuration read from ``model.config``.  Hidden states
+    (and, with a masked-LM head, its logits) equal Hugging Face's to float rounding.
+    Hugging Face attends to every token unless given an ``attention_mask``; this model
+    never attends to ``config.pad_token_id``: compare with
+    ``attention_mask=(ids != pad_id)``.  A model without a pooler or MLM head leaves
+    ours at its initial values.
     """
     cfg = getattr(model, "config", None)
     base = getattr(model, "bert", model)
@@ -303,17 +319,20 @@ def bert_from_hf(model) -> BERT:
                         f"{type(model).__name__}")
     kind = getattr(cfg, "position_embedding_type", None) or "absolute"
     if kind != "absolute":
-        raise ValueError(f"only absolute position embeddings port to d2l.BERT, got {kind!r}")
+        raise ValueError(f"only absolute position embeddings port to d2l.BERT, "
+                         f"got {kind!r}")
     if getattr(cfg, "is_decoder", False):
-        raise ValueError("config.is_decoder=True is a causal model; BERT has no causal mask")
+        raise ValueError("config.is_decoder=True is a causal model; "
+                         "BERT has no causal mask")
     act = cfg.hidden_act if isinstance(cfg.hidden_act, str) else None
     if act not in HF_ACTIVATIONS:
         raise ValueError(f"hidden_act must be one of {sorted(HF_ACTIVATIONS)}, "
                          f"got {cfg.hidden_act!r}")
     pad = getattr(cfg, "pad_token_id", None)
     ours = BERT(cfg.vocab_size, cfg.hidden_size, cfg.num_attention_heads,
-                cfg.num_hidden_layers, cfg.intermediate_size, cfg.max_position_embeddings,
-                num_segments=cfg.type_vocab_size, dropout=float(cfg.hidden_dropout_prob),
+                cfg.num_hidden_layers, cfg.intermediate_size,
+                cfg.max_position_embeddings, num_segments=cfg.type_vocab_size,
+                dropout=float(cfg.hidden_dropout_prob),
                 pad_id=pad if pad is not None and 0 <= pad < cfg.vocab_size else None,
                 activation=HF_ACTIVATIONS[act], norm_eps=float(cfg.layer_norm_eps))
     sd = {k: v.detach() for k, v in base.state_dict().items()}
@@ -322,8 +341,10 @@ def bert_from_hf(model) -> BERT:
            "segment_embedding.weight": sd["embeddings.token_type_embeddings.weight"],
            "embed_norm.weight": sd["embeddings.LayerNorm.weight"],
            "embed_norm.bias": sd["embeddings.LayerNorm.bias"]}
-    names = {"attention.self.query": "self_attn.W_q", "attention.self.key": "self_attn.W_k",
-             "attention.self.value": "self_attn.W_v", "attention.output.dense": "self_attn.W_o",
+    names = {"attention.self.query": "self_attn.W_q",
+             "attention.self.key": "self_attn.W_k",
+             "attention.self.value": "self_attn.W_v",
+             "attention.output.dense": "self_attn.W_o",
              "attention.output.LayerNorm": "norm1", "intermediate.dense": "ffn.linear1",
              "output.dense": "ffn.linear2", "output.LayerNorm": "norm2"}
     for i in range(cfg.num_hidden_layers):
@@ -331,13 +352,15 @@ def bert_from_hf(model) -> BERT:
             for p in ("weight", "bias"):
                 new[f"blocks.{i}.{mine}.{p}"] = sd[f"encoder.layer.{i}.{theirs}.{p}"]
     if "pooler.dense.weight" in sd:
-        new["pooler.weight"], new["pooler.bias"] = sd["pooler.dense.weight"], sd["pooler.dense.bias"]
+        new["pooler.weight"], new["pooler.bias"] = (sd["pooler.dense.weight"],
+                                                    sd["pooler.dense.bias"])
     head = getattr(getattr(model, "cls", None), "predictions", None)
     if head is not None:
         hd = {k: v.detach() for k, v in head.state_dict().items()}
         if not torch.equal(hd["decoder.weight"], new["token_embedding.weight"]):
-            raise ValueError("the MLM decoder's matrix differs from the word embedding: "
-                             "d2l.BERT ties them (config.tie_word_embeddings=True)")
+            raise ValueError("the MLM decoder's matrix differs from the word "
+                             "embedding: d2l.BERT ties them "
+                             "(config.tie_word_embeddings=True)")
         new.update({"mlm_dense.weight": hd["transform.dense.weight"],
                     "mlm_dense.bias": hd["transform.dense.bias"],
                     "mlm_norm.weight": hd["transform.LayerNorm.weight"],
@@ -352,7 +375,8 @@ def bert_from_hf(model) -> BERT:
 
 
 # ------------------------------------------------------------------ chapter 14's corpus
-BOOK_CONFIG = {"d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 256, "max_len": 32}
+BOOK_CONFIG = {"d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 256,
+               "max_len": 32}
 
 
 class CharVocab:
@@ -393,7 +417,8 @@ def book_vocab(name: str = "book.txt"):
     return vocab, ids[:cut], ids[cut:]
 
 
-def book_windows(ids: torch.Tensor, batch_size: int, generator: torch.Generator | None = None,
+def book_windows(ids: torch.Tensor, batch_size: int,
+                 generator: torch.Generator | None = None,
                  length: int = 32) -> torch.Tensor:
     """batch_size random rows ``[CLS]`` + ``length - 1`` consecutive characters of
     ``ids`` -> (batch_size, length) long."""
@@ -408,8 +433,8 @@ def mlm_accuracy(model: BERT, ids: torch.Tensor, vocab: CharVocab, n: int = 1000
     """Fraction of masked characters the model restores, on ``n`` random windows of
     ``ids`` masked by :func:`mask_tokens` (seeded: the same blanks for every model)."""
     g = torch.Generator().manual_seed(seed)
-    x, y = mask_tokens(book_windows(ids, n, g, model.max_len), vocab.mask_id, len(vocab),
-                       vocab.special_ids, generator=g)
+    x, y = mask_tokens(book_windows(ids, n, g, model.max_len), vocab.mask_id,
+                       len(vocab), vocab.special_ids, generator=g)
     was_training = model.training
     model.eval()
     dev = model.token_embedding.weight.device
@@ -420,14 +445,10 @@ def mlm_accuracy(model: BERT, ids: torch.Tensor, vocab: CharVocab, n: int = 1000
 
 
 def load_book_bert(path=None):
-    """The shipped BERT pre-trained on ``book.txt`` by ``d2lmini/checkpoints/make_bert.py``
-    -> (model in eval mode, CharVocab, info dict: steps, seconds, machine, log)."""
-    if path is None:
-        with resources.as_file(resources.files("d2lmini") / "checkpoints"
-                               / "bert_book.pt") as p:
-            ckpt = torch.load(p, map_location="cpu", weights_only=True)
-    else:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    """The shipped BERT pre-trained on ``book.txt`` by
+    ``d2lmini/checkpoints/make_bert.py`` -> (model in eval mode, CharVocab, info dict:
+    steps, seconds, machine, log)."""
+    ckpt = read_checkpoint("bert_book.pt", path)
     model = BERT(**ckpt["config"])
     model.load_state_dict(ckpt["state_dict"])
     return model.eval(), CharVocab(ckpt["chars"]), dict(ckpt["train"])

@@ -35,7 +35,8 @@ SPLIT_PATTERN = (r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+"
 
 
 def _merge(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
-    """Replace every (non-overlapping, left to right) occurrence of ``pair`` by ``new``."""
+    """Replace every (non-overlapping, left to right) occurrence of ``pair`` by
+    ``new``."""
     out, i, n = [], 0, len(ids)
     while i < n:
         if i < n - 1 and ids[i] == pair[0] and ids[i + 1] == pair[1]:
@@ -54,19 +55,20 @@ class BPE:
     def __init__(self, merges: dict[tuple[int, int], int] | None = None,
                  pattern: str = SPLIT_PATTERN):
         if merges is not None and not isinstance(merges, dict):
-            raise TypeError(f"merges must be a dict {{(a, b): new id}} (as BPE.train makes), "
-                            f"got {type(merges).__name__}")
+            raise TypeError(f"merges must be a dict {{(a, b): new id}} (as BPE.train "
+                            f"makes), got {type(merges).__name__}")
         if pattern is not None and not isinstance(pattern, str):
-            raise TypeError(f"pattern must be a regular expression string (or '' for no "
-                            f"pre-tokenizer), got {type(pattern).__name__}")
+            raise TypeError(f"pattern must be a regular expression string (or '' for "
+                            f"no pre-tokenizer), got {type(pattern).__name__}")
         self.merges = dict(merges or {})
         self.pattern = pattern
         self._split = re.compile(pattern) if pattern else None
         self.vocab = {i: bytes([i]) for i in range(256)}
         for (a, b), new in self.merges.items():
             if new != len(self.vocab) or a not in self.vocab or b not in self.vocab:
-                raise ValueError(f"merge {(a, b)} -> {new} is out of order: expected new id "
-                                 f"{len(self.vocab)} made of ids already in the vocabulary")
+                raise ValueError(f"merge {(a, b)} -> {new} is out of order: expected "
+                                 f"new id {len(self.vocab)} made of ids already in the "
+                                 f"vocabulary")
             self.vocab[new] = self.vocab[a] + self.vocab[b]
         self._cache: dict[str, list[int]] = {}
 
@@ -97,15 +99,16 @@ class BPE:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 256:
+        if (isinstance(vocab_size, bool) or not isinstance(vocab_size, int)
+                or vocab_size < 256):
             raise ValueError(f"vocab_size must be an int >= 256 (the 256 bytes come "
                              f"first), got {vocab_size!r}")
         tok = cls(pattern=pattern)
         freq = Counter(tok.chunks(text))
         words = [list(w.encode("utf-8")) for w in freq]       # each distinct chunk once
         counts = list(freq.values())
-        pairs: Counter = Counter()                             # pair -> occurrences
-        where = defaultdict(set)                               # pair -> chunks holding it
+        pairs: Counter = Counter()                        # pair -> occurrences
+        where = defaultdict(set)                          # pair -> chunks holding it
         for w, (ids, c) in enumerate(zip(words, counts)):
             for p in zip(ids, ids[1:]):
                 pairs[p] += c
@@ -114,7 +117,7 @@ class BPE:
         for new in range(256, vocab_size):
             if not pairs:
                 break
-            best = max(pairs, key=pairs.__getitem__)           # first of the most frequent
+            best = max(pairs, key=pairs.__getitem__)      # first of the most frequent
             if pairs[best] < 2:
                 break
             merges[best] = new
@@ -140,7 +143,8 @@ class BPE:
             return ids
         ids = list(chunk.encode("utf-8"))
         while len(ids) > 1:  # apply the earliest-learned merge present, as training did
-            pair = min(zip(ids, ids[1:]), key=lambda p: self.merges.get(p, float("inf")))
+            pair = min(zip(ids, ids[1:]),
+                       key=lambda p: self.merges.get(p, float("inf")))
             if pair not in self.merges:
                 break
             ids = _merge(ids, pair, self.merges[pair])
@@ -158,12 +162,15 @@ class BPE:
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() \
                     or ids.dtype == torch.bool:
-                raise ValueError(f"ids must be a list of ints or a 1-D integer tensor, got a "
-                                 f"{ids.dtype} tensor of shape {tuple(ids.shape)}")
+                raise ValueError(f"ids must be a list of ints or a 1-D integer tensor, "
+                                 f"got a {ids.dtype} tensor of shape "
+                                 f"{tuple(ids.shape)}")
             ids = ids.tolist()
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise TypeError(f"ids must be a list of token ids (ints), got {type(ids).__name__}"
-                            + (" (encode text with .encode)" if isinstance(ids, str) else ""))
+            raise TypeError(f"ids must be a list of token ids (ints), "
+                            f"got {type(ids).__name__}"
+                            + (" (encode text with .encode)"
+                               if isinstance(ids, str) else ""))
         out = []
         for i in ids:
             if not isinstance(i, numbers.Integral) or isinstance(i, bool):
@@ -183,4 +190,5 @@ class BPE:
     def tokens(self, text: str) -> list[str]:
         """The tokens of ``text`` as readable strings (bytes that are not whole UTF-8
         characters shown as U+FFFD)."""
-        return [self.vocab[i].decode("utf-8", errors="replace") for i in self.encode(text)]
+        return [self.vocab[i].decode("utf-8", errors="replace")
+                for i in self.encode(text)]

@@ -1,4 +1,5 @@
-"""Claims with their numbers: what a chapter measured, the bound it is held to, a verdict.
+"""Claims with their numbers: what a chapter measured, the bound it is held to, a
+verdict.
 
     >>> claim("max |ours − torch|", 2.4e-07, "<=", 1e-05)
     max |ours − torch| = 2.4e-07 ≤ 1e-05 ✓
@@ -55,7 +56,8 @@ def _scalar(value, name: str):
         return value.item()
     if isinstance(value, np.ndarray):
         if value.size != 1:
-            raise ValueError(f"{name} must be one number, got an array of shape {value.shape}")
+            raise ValueError(f"{name} must be one number, got an array of shape "
+                             f"{value.shape}")
         return value.item()
     if isinstance(value, (numbers.Real, np.generic)):
         return value.item() if isinstance(value, np.generic) else value
@@ -66,10 +68,11 @@ def claim(what: str, value, op: str, bound, *, fmt: str | None = None, unit: str
           note: str = "") -> Verdict:
     """Print ``what = value op bound ✓`` (or ✗) and return the :class:`Verdict`.
 
-    ``op``: one of ``< <= > >= == !=``, or ``"in"`` with ``bound = (lo, hi)`` (inclusive).
-    ``fmt``: a format spec for the value and bound (default: :func:`fmt_value`);
-    ``unit`` is printed after the value and the bound (e.g. ``" s"``, ``"×"``); ``note``
-    right after the value (e.g. ``" (999/1000)"``).  A NaN value never passes.
+    ``op``: one of ``< <= > >= == !=``, or ``"in"`` with ``bound = (lo, hi)``
+    (inclusive).  ``fmt``: a format spec for the value and bound (default:
+    :func:`fmt_value`); ``unit`` is printed after the value and the bound (e.g.
+    ``" s"``, ``"×"``); ``note`` right after the value (e.g. ``" (999/1000)"``).  A NaN
+    value never passes.
     """
     if not isinstance(what, str) or not what.strip():
         raise ValueError(f"what must be a non-empty description, got {what!r}")
@@ -88,5 +91,6 @@ def claim(what: str, value, op: str, bound, *, fmt: str | None = None, unit: str
         shown = f"{fmt_value(b, fmt)}{unit}"
     symbol, test = _OPS[op]
     ok = not (isinstance(v, float) and math.isnan(v)) and bool(test(v, b))
-    print(f"{what} = {fmt_value(v, fmt)}{unit}{note} {symbol} {shown} {'✓' if ok else '✗'}")
+    print(f"{what} = {fmt_value(v, fmt)}{unit}{note} {symbol} {shown} "
+          f"{'✓' if ok else '✗'}")
     return Verdict(ok)

@@ -30,8 +30,8 @@ class GRULayer(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """One multi-head self-attention layer (from scratch, keeps its (B, h, T, T) weights):
-    (B, T, d) -> (B, T, d)."""
+    """One multi-head self-attention layer (from scratch, keeps its (B, h, T, T)
+    weights): (B, T, d) -> (B, T, d)."""
 
     def __init__(self, d_model: int, num_heads: int = 4):
         super().__init__()
@@ -41,7 +41,8 @@ class SelfAttention(nn.Module):
         return self.attn(x, x, x)
 
 
-def sequence_layers(d_model: int, kernel_size: int = 3, num_heads: int = 4) -> dict[str, nn.Module]:
+def sequence_layers(d_model: int, kernel_size: int = 3,
+                    num_heads: int = 4) -> dict[str, nn.Module]:
     """The three layers of the notes' table, each (B, T, d) -> (B, T, d), same d."""
     return {"GRU": GRULayer(d_model),
             f"Conv1d (k={kernel_size})": ConvStack(d_model, 1, kernel_size),
@@ -50,7 +51,8 @@ def sequence_layers(d_model: int, kernel_size: int = 3, num_heads: int = 4) -> d
 
 class _SavedTensors:
     """Context manager that adds up the distinct storages autograd saves for backward,
-    leaving out ``exclude`` (parameters and inputs: they exist whether or not we train)."""
+    leaving out ``exclude`` (parameters and inputs: they exist whether or not we
+    train)."""
 
     def __init__(self, exclude=()):
         self.skip = {t.untyped_storage().data_ptr() for t in exclude}
@@ -58,7 +60,8 @@ class _SavedTensors:
 
     def pack(self, t):
         s = t.untyped_storage()
-        if s.data_ptr() not in self.skip | self.seen:   # a view or a re-saved weight counts once
+        # a view or a re-saved weight counts once
+        if s.data_ptr() not in self.skip | self.seen:
             self.seen.add(s.data_ptr())
             self.bytes += s.nbytes()
         return t
@@ -81,13 +84,16 @@ def saved_bytes(layer: nn.Module, x: torch.Tensor) -> int:
     return saved.bytes
 
 
-def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4, reps: int = 3,
+def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4,
+               reps: int = 3,
                device: torch.device | str | None = None) -> tuple[float, int]:
-    """Seconds of forward + backward on x (batch_size, T, d_model), the fastest of ``reps``
-    runs (the least disturbed by whatever else the machine is doing), and the bytes saved
-    for backward.  The layer is moved to ``device`` (default: where it is)."""
+    """Seconds of forward + backward on x (batch_size, T, d_model), the fastest of
+    ``reps`` runs (the least disturbed by whatever else the machine is doing), and the
+    bytes saved for backward.  The layer is moved to ``device`` (default: where it
+    is)."""
     check_positive_int(T, "T"), check_positive_int(reps, "reps")
-    dev = torch.device(device) if device is not None else next(layer.parameters()).device
+    dev = (torch.device(device) if device is not None
+           else next(layer.parameters()).device)
     layer = layer.to(dev)
     x = torch.randn(batch_size, T, d_model, device=dev, requires_grad=True)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -97,7 +103,7 @@ def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4, reps
         layer.zero_grad(set_to_none=True)
         layer(x).sum().backward()
     with _SavedTensors([x, *layer.parameters()]) as saved:
-        step()                                                        # warm-up, and memory
+        step()                                                    # warm-up, and memory
     times = []
     for _ in range(reps):
         sync()
@@ -113,7 +119,8 @@ def cost_table(T_values: Sequence[int], d_model: int = 64, batch_size: int = 2,
                device: torch.device | str | None = None, seed: int = 0) -> list[dict]:
     """Time and memory of one layer of each kind at every T.
 
-    Returns one dict per (layer, T): ``{"layer", "T", "ms", "MiB"}`` (MiB: saved for backward).
+    Returns one dict per (layer, T): ``{"layer", "T", "ms", "MiB"}`` (MiB: saved for
+    backward).
     """
     torch.manual_seed(seed)
     layers = sequence_layers(d_model, kernel_size, num_heads)
@@ -125,24 +132,29 @@ def cost_table(T_values: Sequence[int], d_model: int = 64, batch_size: int = 2,
     return rows
 
 
-def path_length(layers: Callable[[torch.Tensor], list[torch.Tensor]], x: torch.Tensor) -> int | None:
-    """Fewest layers after which the LAST position's output depends on the FIRST input.
+def path_length(layers: Callable[[torch.Tensor], list[torch.Tensor]],
+                x: torch.Tensor) -> int | None:
+    """Fewest layers after which the LAST position's output depends on the FIRST
+    input.
 
-    ``layers(x)`` returns every layer's output, a list of (B, T, d) tensors.  Measured with
-    gradients: layer l counts when d out_l[:, T-1] / d x[:, 0] is not exactly zero.
+    ``layers(x)`` returns every layer's output, a list of (B, T, d) tensors.  Measured
+    with gradients: layer l counts when d out_l[:, T-1] / d x[:, 0] is not exactly
+    zero.
     Returns l (1-based), or None if no layer of the stack reaches that far.
     """
     check_tensor(x, "x", ndim=3, floating=True)
     x = x.detach().requires_grad_(True)
     outs = layers(x)
     for l, out in enumerate(outs, start=1):
-        g, = torch.autograd.grad(out[:, -1].sum(), x, retain_graph=True, allow_unused=True)
+        g, = torch.autograd.grad(out[:, -1].sum(), x, retain_graph=True,
+                                 allow_unused=True)
         if g is not None and bool((g[:, 0] != 0).any()):
             return l
     return None
 
 
-def gradient_by_distance(layer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def gradient_by_distance(layer: Callable[[torch.Tensor], torch.Tensor],
+                         x: torch.Tensor) -> torch.Tensor:
     """How strongly each output position still feels the first input:
     ``g[t] = || d out[:, t] / d x[:, 0] ||`` for t = 0..T-1 (one backward pass per t).
     x (B, T, d) -> (T,)."""

@@ -19,16 +19,18 @@ def synthetic_data(w: torch.Tensor, b: float, num_examples: int,
     """
     check_tensor(w, "w", ndim=1, floating=True)
     if isinstance(num_examples, bool) or not isinstance(num_examples, int):
-        raise TypeError(f"num_examples must be an int, got {type(num_examples).__name__} "
-                        f"{num_examples!r}")
+        raise TypeError("num_examples must be an int, got "
+                        f"{type(num_examples).__name__} {num_examples!r}")
     if num_examples < 1:
         raise ValueError(f"num_examples must be >= 1, got {num_examples}")
-    if isinstance(b, torch.Tensor) and b.numel() != 1:  # (d,) would broadcast against X w
-        raise ValueError(f"b must be one number, got a tensor of shape {tuple(b.shape)}")
+    # (d,) would broadcast against X w
+    if isinstance(b, torch.Tensor) and b.numel() != 1:
+        raise ValueError("b must be one number, got a tensor of shape "
+                         f"{tuple(b.shape)}")
     if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not (
             math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite number >= 0 (its standard deviation), "
-                         f"got {noise!r}")
+        raise ValueError("noise must be a finite number >= 0 (its standard "
+                         f"deviation), got {noise!r}")
     check_generator(generator)
     X = torch.randn(num_examples, len(w), generator=generator, dtype=w.dtype)
     y = X @ w + b

@@ -35,7 +35,8 @@ class _Canvas:
         """A rounded box centred at (cx, cy); -> its (left, bottom, right, top)."""
         self.ax.add_patch(FancyBboxPatch(
             (cx - w / 2, cy - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.06",
-            fc=color or COLORS[kind], ec=EDGE, lw=1.0, ls="--" if dashed else "-", zorder=z))
+            fc=color or COLORS[kind], ec=EDGE, lw=1.0, ls="--" if dashed else "-",
+            zorder=z))
         if text:
             self.text(cx, cy, text, fs=fs, bold=bold, z=z + 1)
         return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
@@ -58,7 +59,8 @@ class _Canvas:
                          solid_capstyle="butt")
         self.ax.annotate("", xy=points[-1], xytext=points[-2], zorder=z,
                          arrowprops=dict(arrowstyle="-|>" if head else "-", color=color,
-                                         lw=lw, shrinkA=0, shrinkB=0, mutation_scale=11))
+                                         lw=lw, shrinkA=0, shrinkB=0,
+                                         mutation_scale=11))
 
     def dot(self, x, y):
         self.ax.plot([x], [y], "o", color=EDGE, ms=3.5, zorder=3)
@@ -76,7 +78,8 @@ def _encoder_items():
 
 
 def _decoder_items():
-    return [("Masked multi-head\nself-attention", "attn"), ("Add & LayerNorm", "norm", 0),
+    return [("Masked multi-head\nself-attention", "attn"),
+            ("Add & LayerNorm", "norm", 0),
             ("Multi-head\ncross-attention", "attn"), ("Add & LayerNorm", "norm", 2),
             ("Position-wise FFN", "ffn"), ("Add & LayerNorm", "norm", 4)]
 
@@ -104,7 +107,8 @@ def _stack2(c, cx, y, w, items, residual_side=-1.0, gap=0.28):
             side = cx + residual_side * (w / 2 + 0.2)
             edge = cx + residual_side * w / 2
             c.dot(cx, yb)
-            c.arrow((cx, yb), (side, yb), (side, bottom + h / 2), (edge, bottom + h / 2))
+            c.arrow((cx, yb), (side, yb), (side, bottom + h / 2),
+                    (edge, bottom + h / 2))
         y_in = bottom + h
     return boxes, y_in
 
@@ -129,7 +133,8 @@ def _block(name: str):
         y = (cross[1] + cross[3]) / 2
         x0 = cross[2]
         c.arrow((4.55, y), (x0, y))
-        c.text(4.5, y + 0.32, "encoder\noutput\n(K, V)", fs=SMALL, ha="right", color=NOTE)
+        c.text(4.5, y + 0.32, "encoder\noutput\n(K, V)", fs=SMALL, ha="right",
+               color=NOTE)
     return c.fig
 
 
@@ -141,7 +146,8 @@ def _transformer():
            ("FFN", "ffn"), ("Add & Norm", "norm", 4)]
     c = _Canvas(5.2, _tall(dec) + 3.0)
     ex, dx, w = 1.25, 3.85, 1.55
-    for cx, label, side in ((ex, "source tokens", "Encoder"), (dx, "target tokens\n(shifted right)", "Decoder")):
+    for cx, label, side in ((ex, "source tokens", "Encoder"),
+                            (dx, "target tokens\n(shifted right)", "Decoder")):
         c.box(cx, 0.3, w, 0.42 if "\n" in label else 0.34, label, "io", fs=SMALL)
         c.arrow((cx, 0.52), (cx, 0.72))
         c.box(cx, 0.93, w, 0.42, "Embedding\n+ positions", "embed", fs=SMALL)
@@ -223,8 +229,8 @@ def _norm_placement():
             c.box(cx, 3.73, 1.2, 0.36, "x + f(LN(x))", "io", fs=SMALL)
             side = cx - 1.0
             c.arrow((cx, yb), (side, yb), (side, 2.8), (cx - 0.1, 2.8))
-            c.text(side - 0.08, 1.75, "identity path", fs=SMALL, color=NOTE, rotation=90,
-                   ha="right")
+            c.text(side - 0.08, 1.75, "identity path", fs=SMALL, color=NOTE,
+                   rotation=90, ha="right")
         else:
             c.arrow((cx, 0.48), (cx, 1.1))
             c.box(cx, 1.35, 1.5, 0.5, "sublayer\n(attention / FFN)", "attn", fs=SMALL)
@@ -236,7 +242,8 @@ def _norm_placement():
             c.box(cx, 3.73, 1.2, 0.36, "LN(x + f(x))", "io", fs=SMALL)
             side = cx - 1.0
             c.arrow((cx, yb), (side, yb), (side, 2.15), (cx - 0.1, 2.15))
-            c.text(side - 0.08, 1.4, "residual", fs=SMALL, color=NOTE, rotation=90, ha="right")
+            c.text(side - 0.08, 1.4, "residual", fs=SMALL, color=NOTE, rotation=90,
+                   ha="right")
     c.ax.plot([2.6, 2.6], [0.1, 4.3], color="#bbbbbb", lw=0.8, ls=":")
     return c.fig
 
@@ -248,7 +255,8 @@ def _decoder_only():
     cx, w = 2.0, 2.2
     c.box(cx, 0.3, 2.4, 0.36, "token ids", "io")
     c.arrow((cx, 0.48), (cx, 0.72))
-    c.box(cx, 0.95, 2.4, 0.46, "token embedding\n+ position embedding", "embed", fs=SMALL)
+    c.box(cx, 0.95, 2.4, 0.46, "token embedding\n+ position embedding", "embed",
+          fs=SMALL)
     y, gap = 1.18, 0.26
     y0 = add_y = y   # add_y: the first residual add, set at i == 1, read at i == 3
     boxes = []
@@ -296,11 +304,13 @@ def _bert():
     for x, t in zip(xs, toks):
         c.box(x, 0.3, wt, 0.36, t, "io", fs=SMALL, bold=t.startswith("["))
         c.arrow((x, 0.48), (x, 0.74))
-    c.box(mid, 0.98, span, 0.46, "token + position + segment embeddings", "embed", fs=SMALL)
+    c.box(mid, 0.98, span, 0.46, "token + position + segment embeddings", "embed",
+          fs=SMALL)
     for x in xs:
         c.arrow((x, 1.21), (x, 1.5))
     c.box(mid, 2.1, span, 1.2, "", "frame")
-    c.box(mid, 2.1, span - 0.3, 0.46, "encoder blocks × N\n(self-attention sees every token: no mask)",
+    c.box(mid, 2.1, span - 0.3, 0.46,
+          "encoder blocks × N\n(self-attention sees every token: no mask)",
           "attn", fs=SMALL)
     for x in xs:
         c.arrow((x, 2.7), (x, 3.0))
@@ -318,7 +328,8 @@ def _bert():
     return c.fig
 
 
-DIAGRAMS = {"transformer": _transformer, "encoder_block": lambda: _block("encoder_block"),
+DIAGRAMS = {"transformer": _transformer,
+            "encoder_block": lambda: _block("encoder_block"),
             "decoder_block": lambda: _block("decoder_block"), "multihead": _multihead,
             "norm_placement": _norm_placement, "decoder_only": _decoder_only,
             "bert": _bert}
@@ -327,11 +338,12 @@ DIAGRAMS = {"transformer": _transformer, "encoder_block": lambda: _block("encode
 def diagram(name: str):
     """A block diagram of one architecture -> matplotlib Figure.
 
-    ``name``: "transformer" (encoder–decoder overall), "encoder_block", "decoder_block",
-    "multihead" (split into heads, attention per head, concatenate, W_O, with shapes),
-    "norm_placement" (post-norm vs pre-norm), "decoder_only" (GPT) or "bert"
-    (encoder-only, with the masked-language-model head and [CLS]).
+    ``name``: "transformer" (encoder–decoder overall), "encoder_block",
+    "decoder_block", "multihead" (split into heads, attention per head, concatenate,
+    W_O, with shapes), "norm_placement" (post-norm vs pre-norm), "decoder_only" (GPT)
+    or "bert" (encoder-only, with the masked-language-model head and [CLS]).
     """
     if name not in DIAGRAMS:
-        raise ValueError(f"unknown diagram {name!r}; expected one of {sorted(DIAGRAMS)}")
+        raise ValueError(f"unknown diagram {name!r}; "
+                         f"expected one of {sorted(DIAGRAMS)}")
     return DIAGRAMS[name]()

@@ -7,7 +7,8 @@ script, in Jupyter and in Colab) and hands the results back by name::
 
     runner = Runner()                                   # 2 workers on a 2-core CPU
     runner.submit("full", date_run, [dict(seed=s, steps=300) for s in range(5)])
-    runner.submit("no FFN", date_run, [dict(seed=s, steps=300, d_ff=0) for s in range(5)])
+    runner.submit("no FFN", date_run,
+                  [dict(seed=s, steps=300, d_ff=0) for s in range(5)])
     runner["full"]                                      # waits; a list of 5 results
 
 ``submit`` returns at once and the workers start; ``runner[name]`` waits for that
@@ -60,7 +61,7 @@ def default_workers(device=None) -> int:
 
 
 def _init_worker() -> None:
-    torch.set_num_threads(1)          # tiny models: one thread each, one worker per core
+    torch.set_num_threads(1)  # tiny models: one thread each, one worker per core
 
 
 def _timed(fn: Callable, job: dict):
@@ -135,7 +136,7 @@ def _done(value) -> Future:
     return f
 
 
-# ---------------------------------------------------------------- the date task, in a worker
+# ----------------------------------------------------------- the date task, in a worker
 @functools.lru_cache(maxsize=8)
 def dates(n_train: int = 20000, n_test: int = 1000, seed: int = 0,
           shift: tuple[int, int] = (0, 0)) -> ablation.DateData:
@@ -143,8 +144,8 @@ def dates(n_train: int = 20000, n_test: int = 1000, seed: int = 0,
     return ablation.DateData(n_train, n_test, seed, tuple(shift))
 
 
-def date_run(data: dict | None = None, keep_model: bool = True, train_metrics: bool = False,
-             **train_kw) -> dict:
+def date_run(data: dict | None = None, keep_model: bool = True,
+             train_metrics: bool = False, **train_kw) -> dict:
     """:func:`d2lmini.ablation.train_dates` on ``dates(**data)``.
 
     ``train_metrics=True`` also scores the trained model on its own training dates, as
@@ -153,27 +154,32 @@ def date_run(data: dict | None = None, keep_model: bool = True, train_metrics: b
     ``keep_model=False`` drops the model from the result (less to send back).
     """
     d = dates(**(data or {}))
-    if any(k in train_kw for k in ("residual", "activation", "ffn_dropout", "pe_growth")):
+    if any(k in train_kw
+           for k in ("residual", "activation", "ffn_dropout", "pe_growth")):
         train_kw.setdefault("build", build_transformer)
     r = ablation.train_dates(d, **train_kw)
     if train_metrics:
-        r.update({f"train_{k}": v for k, v in ablation.evaluate(r["model"], *d.train).items()})
+        r.update({f"train_{k}": v
+                  for k, v in ablation.evaluate(r["model"], *d.train).items()})
     if not keep_model:
         r.pop("model")
     return r
 
 
-# ---------------------------------------------------------------- the residual path and position
+# ------------------------------------------------------- the residual path and position
 class NoResidualEncoderBlock(EncoderBlock):
-    """An :class:`~d2lmini.EncoderBlock` (post-norm) without its two residual connections:
-    ``x = norm1(self_attn(x))``, then ``x = norm2(ffn(x))``.  Same parameters and names,
-    so the same seed gives the same initial weights as the block with residuals.
+    """An :class:`~d2lmini.EncoderBlock` (post-norm) without its two residual
+    connections: ``x = norm1(self_attn(x))``, then ``x = norm2(ffn(x))``.  Same
+    parameters and names, so the same seed gives the same initial weights as the block
+    with residuals.
     forward(x (B, T, d_model), mask) -> (B, T, d_model).
     """
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.norm_first:
-            raise ValueError("NoResidualEncoderBlock is post-norm only (norm_first=False)")
+            raise ValueError("NoResidualEncoderBlock is post-norm only "
+                             "(norm_first=False)")
         x = self.norm1(self._sa(x, mask))
         return x if self.ffn is None else self.norm2(self.dropout2(self.ffn(x)))
 
@@ -214,7 +220,7 @@ def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool =
     if pe_growth:
         if type(model.encoder.pos_encoding) is not PositionalEncoding:
             raise ValueError("pe_growth needs pos_encoding='sinusoidal'")
-        pe = model.encoder.pos_encoding.pe                                # (1, max_len, d)
+        pe = model.encoder.pos_encoding.pe                            # (1, max_len, d)
         pe.mul_(2 * torch.arange(1, pe.shape[1] + 1, dtype=pe.dtype)[:, None] / 30)
     return model
 
@@ -247,15 +253,16 @@ def position_probe(states: torch.Tensor, src: torch.Tensor, pad_id: int = 0,
                          f"{tuple(states.shape)} and {tuple(src.shape)}")
     N, S, d = states.shape
     if N < 2:
-        raise ValueError(f"need at least 2 sequences (half to fit, half to score), got {N}")
+        raise ValueError(f"need at least 2 sequences (half to fit, half to score), "
+                         f"got {N}")
     pos = torch.arange(S).expand(N, S)
     real = src != pad_id
     h = torch.cat([states.double(), torch.ones(N, S, 1, dtype=torch.float64)], -1)
     half = N // 2
-    X, y = h[:half][real[:half]], pos[:half][real[:half]]                  # (n, d + 1), (n,)
-    Y = torch.nn.functional.one_hot(y, S).double()                        # (n, S)
+    X, y = h[:half][real[:half]], pos[:half][real[:half]]   # (n, d + 1), (n,)
+    Y = torch.nn.functional.one_hot(y, S).double()          # (n, S)
     A = X.T @ X + ridge * len(X) * torch.eye(d + 1, dtype=torch.float64)
-    W = torch.linalg.solve(A, X.T @ Y)                                     # (d + 1, S)
+    W = torch.linalg.solve(A, X.T @ Y)                      # (d + 1, S)
     Xt, yt = h[half:][real[half:]], pos[half:][real[half:]]
     return (Xt @ W).argmax(-1).eq(yt).double().mean().item()
 
@@ -286,15 +293,16 @@ def probe_run(data: dict | None = None, residual: bool = True, steps: int = 0,
     return r
 
 
-# ---------------------------------------------------------------- recall across a distance
+# ------------------------------------------------------------- recall across a distance
 def recall_batch(batch_size: int, distance: int, vocab: int = 8,
                  generator: torch.Generator | None = None, marked: bool = True):
     """A token to remember, then ``distance`` distractors: x (batch_size, distance + 1)
     long, y (batch_size,) the class of x[:, 0].  ``marked=True``: the token to remember
-    comes from its own ids ``vocab..2*vocab-1`` (y = x[:, 0] - vocab) and the distractors
-    from ``0..vocab-1``, so a model can find it by what it is, not only by where it is;
-    ``marked=False``: all from ``0..vocab-1``, y = x[:, 0]."""
-    check_positive_int(batch_size, "batch_size"), check_positive_int(distance, "distance")
+    comes from its own ids ``vocab..2*vocab-1`` (y = x[:, 0] - vocab) and the
+    distractors from ``0..vocab-1``, so a model can find it by what it is, not only by
+    where it is; ``marked=False``: all from ``0..vocab-1``, y = x[:, 0]."""
+    (check_positive_int(batch_size, "batch_size"),
+     check_positive_int(distance, "distance"))
     check_positive_int(vocab, "vocab", minimum=2)
     x = torch.randint(vocab, (batch_size, distance + 1), generator=generator)
     y = x[:, 0].clone()
@@ -322,8 +330,8 @@ class RecallAttention(nn.Module):
     (self-attention + FFN, post-norm), a linear read-out at the last position.
     forward(x (B, T) ids) -> logits (B, vocab)."""
 
-    def __init__(self, vocab: int = 8, d_model: int = 32, num_heads: int = 4, d_ff: int = 64,
-                 num_layers: int = 1, max_len: int = 1024):
+    def __init__(self, vocab: int = 8, d_model: int = 32, num_heads: int = 4,
+                 d_ff: int = 64, num_layers: int = 1, max_len: int = 1024):
         super().__init__()
         self.scale = math.sqrt(d_model)
         self.embedding = nn.Embedding(2 * vocab, d_model)          # marked ids included
@@ -339,15 +347,17 @@ class RecallAttention(nn.Module):
         return self.out(h[:, -1])
 
 
-def recall_run(model: str = "gru", seed: int = 0, steps: int = 400, max_distance: int = 64,
+def recall_run(model: str = "gru", seed: int = 0, steps: int = 400,
+               max_distance: int = 64,
                eval_distances: Sequence[int] = (1, 4, 16, 64), vocab: int = 8,
                batch_size: int = 64, lr: float = 3e-3, n_eval: int = 500,
                marked: bool = True, **model_kw) -> dict:
-    """Train ``model`` ("gru" or "attention") to recall the first token of sequences whose
-    distance to it is drawn from 1..max_distance (one distance per batch), ``steps`` Adam
-    steps (:func:`recall_batch`, ``marked``); then its accuracy on ``n_eval`` fresh
-    sequences at each of ``eval_distances``.
-    Returns ``{"accuracy": {distance: share right}, "params", "seconds", "step_loss"}``."""
+    """Train ``model`` ("gru" or "attention") to recall the first token of sequences
+    whose distance to it is drawn from 1..max_distance (one distance per batch),
+    ``steps`` Adam steps (:func:`recall_batch`, ``marked``); then its accuracy on
+    ``n_eval`` fresh sequences at each of ``eval_distances``.
+    Returns ``{"accuracy": {distance: share right}, "params", "seconds",
+    "step_loss"}``."""
     makers = {"gru": RecallGRU, "attention": RecallAttention}
     if model not in makers:
         raise ValueError(f"model must be one of {sorted(makers)}, got {model!r}")

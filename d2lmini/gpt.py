@@ -23,8 +23,8 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .maps import AttentionMaps
 from .masks import causal_mask
 from .norms import LayerNorm
-from .transformer import (LearnedPositionalEncoding, PositionalEncoding, PositionWiseFFN,
-                          _compiling, check_token_ids)
+from .transformer import (LearnedPositionalEncoding, PositionalEncoding,
+                          PositionWiseFFN, _compiling, check_token_ids)
 from .utils import check_device, check_generator, check_positive_int, check_tensor
 
 
@@ -56,8 +56,10 @@ class KVCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of keys and values: 2 * L * B * h * max_len * d_k * bytes per number."""
-        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+        """Bytes of keys and values: 2 * L * B * h * max_len * d_k * bytes per
+        number."""
+        return (self.k.numel() * self.k.element_size()
+                + self.v.numel() * self.v.element_size())
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         """Write k, v (B, h, T, d_k) at positions length..length+T-1 of ``layer``;
@@ -98,13 +100,15 @@ class GPTBlock(nn.Module):
                  activation: str = "gelu", bias: bool = True, norm_eps: float = 1e-5):
         super().__init__()
         if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, "
+                             f"got {activation!r}")
         self.norm1 = LayerNorm(d_model, norm_eps)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias=bias)
         self.norm2 = LayerNorm(d_model, norm_eps)
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout,
                                    "gelu" if activation == "gelu_tanh" else activation)
-        if activation == "gelu_tanh":  # GPT-2's GELU: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+        # GPT-2's GELU: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+        if activation == "gelu_tanh":
             self.ffn.activation = gelu_tanh
         if not bias:                   # matrices only (the LayerNorms keep their shift)
             self.ffn.linear1 = nn.Linear(d_model, d_ff, bias=False)
@@ -117,15 +121,19 @@ class GPTBlock(nn.Module):
         if cache is None:  # recompute: keys and values of every position of x
             return attn(x, x, x, mask)
         B, T, d = x.shape
-        split = lambda y: y.view(B, T, attn.num_heads, -1).transpose(1, 2)  # (B, h, T, d_k)
-        k, v = cache.update(layer, split(attn.W_k(x)), split(attn.W_v(x)))  # (B, h, t0+T, d_k)
+        split = lambda y: (y.view(B, T, attn.num_heads, -1)
+                           .transpose(1, 2))                        # (B, h, T, d_k)
+        k, v = cache.update(layer, split(attn.W_k(x)),
+                            split(attn.W_v(x)))                     # (B, h, t0+T, d_k)
         q, p = split(attn.W_q(x)), (attn.dropout if self.training else 0.0)
-        if getattr(attn, "fast", False):  # the fused kernel, as MultiHeadAttention(fast=True)
+        # the fused kernel, as MultiHeadAttention(fast=True)
+        if getattr(attn, "fast", False):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-            out, attn.attention_weights = out.masked_fill(~mask.any(-1, keepdim=True), 0.0), None
+            out, attn.attention_weights = out.masked_fill(
+                ~mask.any(-1, keepdim=True), 0.0), None
         else:
             out, attn.attention_weights = scaled_dot_product_attention(q, k, v, mask, p)
-        return attn.W_o(out.transpose(1, 2).reshape(B, T, d))              # (B, T, d_model)
+        return attn.W_o(out.transpose(1, 2).reshape(B, T, d))          # (B, T, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
@@ -174,38 +182,44 @@ class GPT(nn.Module):
                         ("d_ff", d_ff), ("max_len", max_len)):
             check_positive_int(v, name)
         if pad_id is not None and (not isinstance(pad_id, numbers.Integral)
-                                   or isinstance(pad_id, bool) or not 0 <= pad_id < vocab_size):
+                                   or isinstance(pad_id, bool)
+                                   or not 0 <= pad_id < vocab_size):
             raise ValueError(f"pad_id must be an id in 0..{vocab_size - 1} or None, "
                              f"got {pad_id!r}")
         if pos_encoding not in ("sinusoidal", "learned"):
             raise ValueError(f"pos_encoding must be 'sinusoidal' or 'learned', "
                              f"got {pos_encoding!r}")
         if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, "
+                             f"got {activation!r}")
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) \
                 or not 0 <= dropout < 1:
             raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
-        for name, v in (("tie_weights", tie_weights), ("scale_embedding", scale_embedding),
-                        ("bias", bias)):
+        for name, v in (("tie_weights", tie_weights),
+                        ("scale_embedding", scale_embedding), ("bias", bias)):
             if not isinstance(v, bool):
                 raise TypeError(f"{name} must be True or False, got {v!r}")
         if isinstance(norm_eps, bool) or not isinstance(norm_eps, numbers.Real) \
                 or not 0 < norm_eps < math.inf:
-            raise ValueError(f"norm_eps must be a finite positive number, got {norm_eps!r}")
+            raise ValueError(f"norm_eps must be a finite positive number, "
+                             f"got {norm_eps!r}")
         pad_id = None if pad_id is None else int(pad_id)
         self.config = dict(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads,
                            num_layers=num_layers, d_ff=d_ff, dropout=float(dropout),
                            max_len=max_len, pad_id=pad_id, tie_weights=tie_weights,
                            pos_encoding=pos_encoding, scale_embedding=scale_embedding,
                            activation=activation, bias=bias, norm_eps=float(norm_eps))
-        self.vocab_size, self.d_model, self.max_len, self.pad_id = vocab_size, d_model, max_len, pad_id
+        self.vocab_size, self.d_model, self.max_len, self.pad_id = (vocab_size, d_model,
+                                                                    max_len, pad_id)
         self.scale = math.sqrt(d_model) if scale_embedding else 1.0
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.pos_encoding = (PositionalEncoding if pos_encoding == "sinusoidal"
                              else LearnedPositionalEncoding)(d_model, dropout, max_len)
-        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads, d_ff, dropout, activation,
-                                             bias, norm_eps) for _ in range(num_layers))
-        self.norm = LayerNorm(d_model, norm_eps)  # pre-norm leaves the stream un-normalised
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads, d_ff, dropout,
+                                             activation, bias, norm_eps)
+                                    for _ in range(num_layers))
+        # pre-norm leaves the stream un-normalised
+        self.norm = LayerNorm(d_model, norm_eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for p in self.parameters():      # as d2l.Transformer: Xavier for every matrix
             if p.dim() > 1:
@@ -216,14 +230,17 @@ class GPT(nn.Module):
             self.lm_head.weight = self.embedding.weight
 
     def embed(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        """tokens, pos (B, T) -> embedding (* sqrt(d_model)) + P[pos], (B, T, d_model)"""
+        """tokens, pos (B, T) -> embedding (* sqrt(d_model)) + P[pos],
+        (B, T, d_model)"""
         pe = self.pos_encoding
-        table = pe.pe[0] if isinstance(pe, PositionalEncoding) else pe.weight  # (max_len, d)
+        table = (pe.pe[0] if isinstance(pe, PositionalEncoding)
+                 else pe.weight)                                    # (max_len, d)
         return pe.dropout(self.embedding(tokens) * self.scale + table[pos])
 
     def check_tokens(self, tokens, name: str = "tokens") -> None:
         check_tensor(tokens, name, ndim=2)
-        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        if (tokens.is_floating_point() or tokens.is_complex()
+                or tokens.dtype == torch.bool):
             raise TypeError(f"{name} must hold integer token ids, got {tokens.dtype}")
         if tokens.shape[0] == 0 or tokens.shape[1] == 0:
             raise ValueError(f"{name} must hold at least one token per row, got shape "
@@ -232,10 +249,11 @@ class GPT(nn.Module):
             return check_token_ids(tokens, self.vocab_size)
         lo, hi = int(tokens.min()), int(tokens.max())
         if lo < 0 or hi >= self.vocab_size:
-            raise ValueError(f"{name}: id {lo if lo < 0 else hi} is outside the vocabulary "
-                             f"(expected ids 0..{self.vocab_size - 1})")
+            raise ValueError(f"{name}: id {lo if lo < 0 else hi} is outside the "
+                             f"vocabulary (expected ids 0..{self.vocab_size - 1})")
 
-    check_inputs = check_tokens  # d2l.train checks each batch on the CPU before it moves
+    # d2l.train checks each batch on the CPU before it moves
+    check_inputs = check_tokens
 
     def real_tokens(self, tokens: torch.Tensor, attention_mask=None,
                     name: str = "attention_mask") -> torch.Tensor:
@@ -249,7 +267,8 @@ class GPT(nn.Module):
             raise TypeError(f"{name} must be a tensor (B, T) of booleans or 0/1, got "
                             f"{type(attention_mask).__name__}")
         if tuple(attention_mask.shape) != tuple(tokens.shape):
-            raise ValueError(f"{name} must have the tokens' shape {tuple(tokens.shape)}, "
+            raise ValueError(f"{name} must have the tokens' shape "
+                             f"{tuple(tokens.shape)}, "
                              f"got {tuple(attention_mask.shape)}")
         if attention_mask.dtype != torch.bool:
             if attention_mask.is_complex() or \
@@ -263,7 +282,8 @@ class GPT(nn.Module):
         """An empty :class:`KVCache` for ``batch_size`` rows of up to ``max_len`` tokens
         (default: the model's), on the model's device and in its dtype."""
         max_len = self.max_len if max_len is None else max_len
-        check_positive_int(batch_size, "batch_size"), check_positive_int(max_len, "max_len")
+        (check_positive_int(batch_size, "batch_size"),
+         check_positive_int(max_len, "max_len"))
         attn, w = self.blocks[0].self_attn, self.embedding.weight
         return KVCache(len(self.blocks), batch_size, attn.num_heads, max_len,
                        self.d_model // attn.num_heads, w.device, w.dtype)
@@ -276,8 +296,8 @@ class GPT(nn.Module):
         check_device(tokens, self.embedding.weight, "tokens")
         self.check_tokens(tokens)
         if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache (model.new_cache(batch_size)) or None, "
-                            f"got {type(cache).__name__}")
+            raise TypeError(f"cache must be a KVCache (model.new_cache(batch_size)) or "
+                            f"None, got {type(cache).__name__}")
         B, T = tokens.shape
         t0 = 0 if cache is None else cache.length
         if t0 + T > self.max_len:
@@ -286,18 +306,20 @@ class GPT(nn.Module):
         real = self.real_tokens(tokens, attention_mask)                    # (B, T)
         if cache is None:
             pos = real.cumsum(1) - 1                                        # (B, T)
-            mask = real[:, None, None, :] & causal_mask(T, tokens.device)   # (B, 1, T, T)
+            mask = (real[:, None, None, :]
+                    & causal_mask(T, tokens.device))                # (B, 1, T, T)
         else:
             if cache.k.shape[1] != B or t0 + T > cache.max_len:
                 raise ValueError(f"the cache holds {cache.k.shape[1]} rows of up to "
-                                 f"{cache.max_len} tokens ({t0} filled); got tokens of shape "
-                                 f"{tuple(tokens.shape)}")
+                                 f"{cache.max_len} tokens ({t0} filled); got tokens "
+                                 f"of shape {tuple(tokens.shape)}")
             pos = cache.count[:, None] + real.cumsum(1) - 1                # (B, T)
             cache.real[:, t0:t0 + T] = real
             cache.count += real.sum(1)
             # query i is at position t0 + i: it sees the real keys 0..t0 + i
-            causal = torch.ones(T, t0 + T, dtype=torch.bool, device=tokens.device).tril(t0)
-            mask = cache.real[:, None, None, :t0 + T] & causal             # (B, 1, T, t0 + T)
+            causal = torch.ones(T, t0 + T, dtype=torch.bool,
+                                device=tokens.device).tril(t0)
+            mask = cache.real[:, None, None, :t0 + T] & causal       # (B, 1, T, t0 + T)
         x = self.embed(tokens, pos.clamp(min=0, max=self.max_len - 1))    # (B, T, d)
         for i, blk in enumerate(self.blocks):
             x = blk(x, mask, cache, i)
@@ -322,23 +344,28 @@ class GPT(nn.Module):
             self.train(was_training)
             for attn, fast in fused:
                 attn.fast = fast
-        w = torch.stack([b.self_attn.attention_weights.detach().float().cpu() for b in self.blocks])
+        w = torch.stack([b.self_attn.attention_weights.detach().float().cpu()
+                         for b in self.blocks])
         real = self.real_tokens(tokens).cpu()
-        mask = real[:, None, None, :] & real[:, None, :, None] & causal_mask(tokens.shape[1])
+        mask = (real[:, None, None, :] & real[:, None, :, None]
+                & causal_mask(tokens.shape[1]))
         return AttentionMaps({"self": w}, {"self": mask.expand(w.shape[1:])})
 
 
 # ------------------------------------------------------------------ generation
-def _check_int(value, name: str, lo: int, hi: int | None = None, allow_none: bool = False):
+def _check_int(value, name: str, lo: int, hi: int | None = None,
+               allow_none: bool = False):
     if value is None and allow_none:
         return
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not ok or value < lo or (hi is not None and value > hi):
         want = f"an int in {lo}..{hi}" if hi is not None else f"an int >= {lo}"
-        raise ValueError(f"{name} must be {want}{' or None' if allow_none else ''}, got {value!r}")
+        raise ValueError(f"{name} must be {want}{' or None' if allow_none else ''}, "
+                         f"got {value!r}")
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 0.0, top_k: int | None = None,
+def sample_next(logits: torch.Tensor, temperature: float = 0.0,
+                top_k: int | None = None,
                 generator: torch.Generator | None = None) -> torch.Tensor:
     """Choose the next token of every row.  logits (B, V) -> ids (B,).
 
@@ -349,7 +376,8 @@ def sample_next(logits: torch.Tensor, temperature: float = 0.0, top_k: int | Non
     """
     if temperature == 0:
         return logits.argmax(-1)
-    # the largest logit becomes 0 first: a tiny temperature cannot overflow to inf (inf/inf = nan)
+    # the largest logit becomes 0 first: a tiny temperature cannot overflow to inf
+    # (inf/inf = nan)
     logits = logits.float()
     logits = (logits - logits.amax(-1, keepdim=True)) / temperature
     if top_k is not None and top_k < logits.shape[-1]:
@@ -362,8 +390,9 @@ def sample_next(logits: torch.Tensor, temperature: float = 0.0, top_k: int | Non
 
 
 @torch.no_grad()
-def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
-             top_k: int | None = None, eos_id: int | None = None, use_cache: bool = True,
+def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
+             temperature: float = 0.0, top_k: int | None = None,
+             eos_id: int | None = None, use_cache: bool = True,
              generator: torch.Generator | None = None,
              attention_mask: torch.Tensor | None = None,
              sliding_window: bool = False) -> torch.Tensor:
@@ -399,11 +428,14 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
         raise TypeError(f"prompt must be a torch.Tensor of token ids (B, T0), got "
                         f"{type(prompt).__name__}")
     if prompt.dim() != 2:
-        raise ValueError(f"prompt must be 2-D (B, T0) token ids, got shape {tuple(prompt.shape)}"
-                         + (" (use prompt[None] for one sequence)" if prompt.dim() == 1 else ""))
+        raise ValueError(f"prompt must be 2-D (B, T0) token ids, got shape "
+                         f"{tuple(prompt.shape)}"
+                         + (" (use prompt[None] for one sequence)"
+                            if prompt.dim() == 1 else ""))
     if prompt.dtype != torch.long:
         raise TypeError(f"prompt must hold torch.long token ids, got {prompt.dtype}")
-    model.check_tokens(prompt.cpu(), "prompt")  # on the host: a clear error on every device
+    # on the host: a clear error on every device
+    model.check_tokens(prompt.cpu(), "prompt")
     _check_int(max_new_tokens, "max_new_tokens", 0)
     if not isinstance(sliding_window, bool):
         raise TypeError(f"sliding_window must be True or False, got {sliding_window!r}")
@@ -415,8 +447,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     if T0 + max_new_tokens > W and not sliding_window:
         raise ValueError(f"prompt ({T0} tokens) + max_new_tokens ({max_new_tokens}) = "
                          f"{T0 + max_new_tokens} exceeds the model's max_len={W}: "
-                         f"ask for at most {W - T0} new tokens, or pass sliding_window=True "
-                         f"to keep only the last {W} tokens in view")
+                         f"ask for at most {W - T0} new tokens, or pass "
+                         f"sliding_window=True to keep only the last {W} tokens "
+                         f"in view")
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not math.isfinite(temperature) or temperature < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), "
@@ -433,8 +466,8 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     right = real.cummax(1).values & ~real                 # padding after a real token
     if right.any():
         r, t = (int(i) for i in right.nonzero()[0])
-        raise ValueError(f"prompt row {r} has padding at column {t}, after a real token "
-                         f"(right padding): pad prompts on the LEFT, e.g. "
+        raise ValueError(f"prompt row {r} has padding at column {t}, after a real "
+                         f"token (right padding): pad prompts on the LEFT, e.g. "
                          f"d2l.pad_batch(seqs, pad_id, side='left'), so that every row "
                          f"ends with its last real token")
     if not real.any(1).all():
@@ -456,8 +489,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
             if torch.isnan(logits).any():
                 rows = torch.isnan(logits).any(-1).nonzero()[:, 0].tolist()
                 raise NonFiniteLogitsError(
-                    f"the model's logits are NaN at generation step {step} (rows {rows}): "
-                    f"no token can be chosen; check the weights and the input")
+                    f"the model's logits are NaN at generation step {step} "
+                    f"(rows {rows}): no token can be chosen; check the weights and "
+                    f"the input")
             if model.pad_id is not None:
                 logits[:, model.pad_id] = float("-inf")            # padding is not text
             next_id = sample_next(logits, float(temperature), top_k, generator)  # (B,)
@@ -469,8 +503,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
             if step == max_new_tokens - 1 or (eos_id is not None and bool(done.all())):
                 break
             if cache is not None and cache.length < cache.max_len:
-                logits = model(next_id[:, None], cache, real[:, -1:])[:, -1]   # new token only
-            else:                                   # the whole sequence (its last W) again
+                # new token only
+                logits = model(next_id[:, None], cache, real[:, -1:])[:, -1]
+            else:                                # the whole sequence (its last W) again
                 logits = model(ids[:, -W:], None, real[:, -W:])[:, -1]
     finally:
         model.train(was_training)
@@ -485,9 +520,11 @@ def kv_cache_bytes(model: GPT, batch_size: int, length: int,
     2 * num_layers * batch_size * length * d_model * bytes per number."""
     if not isinstance(model, GPT):
         raise TypeError(f"model must be a d2lmini GPT, got {type(model).__name__}")
-    check_positive_int(batch_size, "batch_size"), check_positive_int(length, "length", 0)
+    (check_positive_int(batch_size, "batch_size"),
+     check_positive_int(length, "length", 0))
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype such as torch.float16, got {dtype!r}")
+        raise TypeError(f"dtype must be a torch.dtype such as torch.float16, "
+                        f"got {dtype!r}")
     return 2 * len(model.blocks) * batch_size * length * model.d_model * \
         torch.empty((), dtype=dtype).element_size()
 
@@ -506,12 +543,14 @@ def kv_cache_benchmark(lengths=(32, 64, 128, 256), model: GPT | None = None,
     """
     lengths = list(lengths) if isinstance(lengths, (list, tuple, range)) else lengths
     if not isinstance(lengths, list) or not lengths:
-        raise ValueError(f"lengths must be a non-empty list of new-token counts, got {lengths!r}")
+        raise ValueError(f"lengths must be a non-empty list of new-token counts, "
+                         f"got {lengths!r}")
     for name, v in [("batch_size", batch_size), ("prompt_len", prompt_len),
                     ("repeats", repeats)] + [("each length", n) for n in lengths]:
         check_positive_int(v, name)
     if model is not None and not isinstance(model, GPT):
-        raise TypeError(f"model must be a d2lmini GPT or None, got {type(model).__name__}")
+        raise TypeError(f"model must be a d2lmini GPT or None, "
+                        f"got {type(model).__name__}")
     dev = torch.device(device) if device is not None else (
         next(model.parameters()).device if model is not None else torch.device("cpu"))
     if model is None:
@@ -520,7 +559,8 @@ def kv_cache_benchmark(lengths=(32, 64, 128, 256), model: GPT | None = None,
                     max_len=prompt_len + max(lengths)).to(dev)
     model.eval()
     g = torch.Generator().manual_seed(0)
-    prompt = torch.randint(1, model.vocab_size, (batch_size, prompt_len), generator=g).to(dev)
+    prompt = torch.randint(1, model.vocab_size, (batch_size, prompt_len),
+                           generator=g).to(dev)
 
     def timed(n, use_cache):
         best, out = float("inf"), None
@@ -538,14 +578,15 @@ def kv_cache_benchmark(lengths=(32, 64, 128, 256), model: GPT | None = None,
     rows = []
     for n in lengths:
         (tc, a), (tr, b) = timed(n, True), timed(n, False)
-        rows.append({"new_tokens": n, "cached_s": tc, "recompute_s": tr, "speedup": tr / tc,
+        rows.append({"new_tokens": n, "cached_s": tc, "recompute_s": tr,
+                     "speedup": tr / tc,
                      "cache_bytes": kv_cache_bytes(model, batch_size, prompt_len + n,
                                                    model.embedding.weight.dtype),
                      "same_output": torch.equal(a, b)})
     return rows
 
 
-# ------------------------------------------------------------------ text shipped with the package
+# -------------------------------------------------------- text shipped with the package
 def load_corpus(name: str = "book.txt") -> str:
     """Text shipped inside the package (``d2lmini/corpus/``): ``book.txt``, this book's
     own English prose (from the chapters' text cells and the intro), and

@@ -10,9 +10,9 @@ transpose of ``nn.Linear``'s (out, in); the query, key and value projections are
 The size arithmetic reads a configuration (ours, or Hugging Face's ``GPT2Config``):
 
     parameters  = V d + n_ctx d                 token and position tables
-                + L (4 d^2 + 4 d)                attention: W_q, W_k, W_v, W_o and biases
-                + L (2 d d_ff + d_ff + d)        FFN
-                + L 4 d + 2 d                    LayerNorms (2 per block, 1 final)
+                + L (4 d^2 + 4 d)               attention: W_q, W_k, W_v, W_o and biases
+                + L (2 d d_ff + d_ff + d)       FFN
+                + L 4 d + 2 d                   LayerNorms (2 per block, 1 final)
                 (+ V d if the head is not tied)
     training FLOPs ~ 6 N D                      (2 N per token forward, 4 N backward)
     KV cache    = 2 L d bytes-per-number         per token of context
@@ -26,8 +26,9 @@ import torch
 
 from .gpt import GPT
 
-__all__ = ["gpt2_from_hf", "gpt_config_from_hf", "huggingface_reachable", "gpt_param_count", "gpt_train_flops",
-           "gpt_kv_cache_bytes_per_token", "GPT_CONFIGS", "PUBLISHED_PARAMS"]
+__all__ = ["gpt2_from_hf", "gpt_config_from_hf", "huggingface_reachable",
+           "gpt_param_count", "gpt_train_flops", "gpt_kv_cache_bytes_per_token",
+           "GPT_CONFIGS", "PUBLISHED_PARAMS"]
 
 _ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                 "gelu": "gelu", "relu": "relu"}
@@ -40,8 +41,8 @@ def _gpt2_kwargs(vocab_size, d, heads, layers, n_ctx, d_ff=None):
                 activation="gelu_tanh", bias=True, norm_eps=1e-5)
 
 
-#: d2l.GPT arguments of the published models (GPT-2: Radford et al. 2019 and the released
-#: configs; GPT-3 175B: Brown et al. 2020, table 2.1).
+#: d2l.GPT arguments of the published models (GPT-2: Radford et al. 2019 and the
+#: released configs; GPT-3 175B: Brown et al. 2020, table 2.1).
 GPT_CONFIGS = {
     "gpt2": _gpt2_kwargs(50257, 768, 12, 12, 1024),
     "gpt2-medium": _gpt2_kwargs(50257, 1024, 16, 24, 1024),
@@ -66,27 +67,31 @@ def gpt_config_from_hf(config) -> dict:
     missing = [k for k in ("vocab_size", "n_embd", "n_head", "n_layer", "n_positions")
                if not isinstance(get(k), int)]
     if missing:
-        raise TypeError(f"config must be a GPT2Config (or a dict/object with int fields "
-                        f"vocab_size, n_embd, n_head, n_layer, n_positions); "
+        raise TypeError(f"config must be a GPT2Config (or a dict/object with int "
+                        f"fields vocab_size, n_embd, n_head, n_layer, n_positions); "
                         f"{type(config).__name__} lacks {missing}")
     act = get("activation_function", "gelu_new")
     if act not in _ACTIVATIONS:
         raise ValueError(f"activation_function must be one of {sorted(_ACTIVATIONS)}, "
                          f"got {act!r}")
-    if not get("scale_attn_weights", True) or get("scale_attn_by_inverse_layer_idx", False):
+    if (not get("scale_attn_weights", True)
+            or get("scale_attn_by_inverse_layer_idx", False)):
         raise ValueError("only GPT-2's attention scaling 1/sqrt(d_k) is supported "
-                         "(scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False)")
+                         "(scale_attn_weights=True, "
+                         "scale_attn_by_inverse_layer_idx=False)")
     if get("add_cross_attention", False):
         raise ValueError("a GPT-2 with cross-attention is not a decoder-only model")
     kw = _gpt2_kwargs(get("vocab_size"), get("n_embd"), get("n_head"), get("n_layer"),
                       get("n_positions"), get("n_inner"))
-    kw.update(activation=_ACTIVATIONS[act], norm_eps=float(get("layer_norm_epsilon", 1e-5)),
+    kw.update(activation=_ACTIVATIONS[act],
+              norm_eps=float(get("layer_norm_epsilon", 1e-5)),
               dropout=float(get("resid_pdrop", 0.0)))
     return kw
 
 
 def _linear_weight(module) -> torch.Tensor:
-    """The (out, in) matrix of an nn.Linear or a GPT-2 Conv1D (which stores (in, out))."""
+    """The (out, in) matrix of an nn.Linear or a GPT-2 Conv1D (which stores (in,
+    out))."""
     w = module.weight.detach()
     return w if isinstance(module, torch.nn.Linear) else w.t()
 
@@ -115,8 +120,9 @@ def gpt2_from_hf(model) -> GPT:
         if hasattr(h, "crossattention"):
             raise ValueError("a GPT-2 with cross-attention is not a decoder-only model")
         a = h.attn
-        qkv, qkv_b = _linear_weight(a.c_attn), a.c_attn.bias.detach()        # (3d, d), (3d,)
-        for i, lin in enumerate((blk.self_attn.W_q, blk.self_attn.W_k, blk.self_attn.W_v)):
+        qkv, qkv_b = _linear_weight(a.c_attn), a.c_attn.bias.detach()  # (3d, d), (3d,)
+        for i, lin in enumerate((blk.self_attn.W_q, blk.self_attn.W_k,
+                                 blk.self_attn.W_v)):
             lin.weight.copy_(qkv[i * d:(i + 1) * d])
             lin.bias.copy_(qkv_b[i * d:(i + 1) * d])
         blk.self_attn.W_o.weight.copy_(_linear_weight(a.c_proj))
@@ -137,7 +143,8 @@ def gpt2_from_hf(model) -> GPT:
 def _as_kwargs(config) -> dict:
     if isinstance(config, str):
         if config not in GPT_CONFIGS:
-            raise ValueError(f"unknown model {config!r}; expected one of {sorted(GPT_CONFIGS)}")
+            raise ValueError(f"unknown model {config!r}; expected one of "
+                             f"{sorted(GPT_CONFIGS)}")
         return GPT_CONFIGS[config]
     if isinstance(config, GPT):
         return config.config
@@ -147,10 +154,12 @@ def _as_kwargs(config) -> dict:
 
 
 def gpt_param_count(config) -> int:
-    """Parameters of a GPT from its configuration: a d2l.GPT, its ``config`` dict, a key
-    of :data:`GPT_CONFIGS`, or a Hugging Face ``GPT2Config``.  Tied weights count once."""
+    """Parameters of a GPT from its configuration: a d2l.GPT, its ``config`` dict, a
+    key of :data:`GPT_CONFIGS`, or a Hugging Face ``GPT2Config``.  Tied weights count
+    once."""
     c = _as_kwargs(config)
-    V, d, L, f, n = c["vocab_size"], c["d_model"], c["num_layers"], c["d_ff"], c["max_len"]
+    V, d, L, f, n = (c["vocab_size"], c["d_model"], c["num_layers"], c["d_ff"],
+                     c["max_len"])
     b = 1 if c.get("bias", True) else 0
     emb = V * d + (n * d if c.get("pos_encoding", "sinusoidal") == "learned" else 0)
     attn = 4 * d * d + b * 4 * d
@@ -166,7 +175,8 @@ def gpt_train_flops(config, tokens: float) -> float:
     weight), the backward pass twice that.  (Attention's own T^2 term is left out.)"""
     if isinstance(tokens, bool) or not isinstance(tokens, numbers.Real) or not (
             math.isfinite(tokens) and tokens >= 0):
-        raise ValueError(f"tokens must be a finite number >= 0 (training tokens), got {tokens!r}")
+        raise ValueError(f"tokens must be a finite number >= 0 (training tokens), "
+                         f"got {tokens!r}")
     return 6.0 * gpt_param_count(config) * float(tokens)
 
 
@@ -175,8 +185,8 @@ def gpt_kv_cache_bytes_per_token(config, bytes_per_number: int = 2) -> int:
     layer, d_model numbers each: 2 L d bytes_per_number (2 for fp16/bf16)."""
     if isinstance(bytes_per_number, bool) or not isinstance(bytes_per_number, int) \
             or bytes_per_number < 1:
-        raise ValueError(f"bytes_per_number must be a positive int (2 for fp16/bf16, 4 for "
-                         f"fp32), got {bytes_per_number!r}")
+        raise ValueError(f"bytes_per_number must be a positive int (2 for fp16/bf16, "
+                         f"4 for fp32), got {bytes_per_number!r}")
     c = _as_kwargs(config)
     return 2 * c["num_layers"] * c["d_model"] * bytes_per_number
 

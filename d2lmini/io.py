@@ -48,8 +48,8 @@ def _check_plain(value, where: str) -> None:
                 raise TypeError(f"{where} has a non-string key {k!r}")
             _check_plain(v, f"{where}[{k!r}]")
         return
-    raise TypeError(f"{where} = {value!r} is a {type(value).__name__}: a checkpoint's config "
-                    f"holds only None, bool, int, float, str, lists and dicts")
+    raise TypeError(f"{where} = {value!r} is a {type(value).__name__}: a checkpoint's "
+                    f"config holds only None, bool, int, float, str, lists and dicts")
 
 
 def _vocab_to_plain(vocab):
@@ -58,11 +58,13 @@ def _vocab_to_plain(vocab):
     if isinstance(vocab, Vocab):
         return {"kind": "Vocab", "idx_to_token": list(vocab.idx_to_token)}
     if isinstance(vocab, (list, tuple)):
-        return {"kind": type(vocab).__name__, "items": [_vocab_to_plain(v) for v in vocab]}
+        return {"kind": type(vocab).__name__,
+                "items": [_vocab_to_plain(v) for v in vocab]}
     if isinstance(vocab, dict):
-        return {"kind": "dict", "items": {str(k): _vocab_to_plain(v) for k, v in vocab.items()}}
-    raise TypeError(f"vocab must be a d2l.Vocab, a tuple/list/dict of them, or None, got "
-                    f"{type(vocab).__name__}")
+        return {"kind": "dict",
+                "items": {str(k): _vocab_to_plain(v) for k, v in vocab.items()}}
+    raise TypeError(f"vocab must be a d2l.Vocab, a tuple/list/dict of them, or None, "
+                    f"got {type(vocab).__name__}")
 
 
 def _vocab_from_plain(data):
@@ -97,15 +99,16 @@ def save(path: str | os.PathLike, model: nn.Module, vocab=None) -> None:
                         f"(for another module save its state_dict with torch.save)")
     config = getattr(model, "config", None)
     if not isinstance(config, dict):
-        raise TypeError(f"{name} has no .config dict of its constructor arguments, so it "
-                        f"could not be rebuilt on load")
+        raise TypeError(f"{name} has no .config dict of its constructor arguments, so "
+                        f"it could not be rebuilt on load")
     _check_plain(config, f"{name}.config")
     for k, v in config.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"{name}.config[{k!r}] = {v} is not finite")
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    torch.save({"format": FORMAT, "version": VERSION, "class": name, "config": dict(config),
-                "state_dict": state, "vocab": _vocab_to_plain(vocab)}, path)
+    torch.save({"format": FORMAT, "version": VERSION, "class": name,
+                "config": dict(config), "state_dict": state,
+                "vocab": _vocab_to_plain(vocab)}, path)
 
 
 def load(path: str | os.PathLike, device: torch.device | str | None = None):
@@ -122,21 +125,26 @@ def load(path: str | os.PathLike, device: torch.device | str | None = None):
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, EOFError, RuntimeError) as err:  # not a torch file
-        raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by d2l.save "
-                         f"(torch.load could not read it: {str(err).splitlines()[0]})") from err
+        raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by "
+                         f"d2l.save (torch.load could not read it: "
+                         f"{str(err).splitlines()[0]})") from err
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by d2l.save "
-                         f"(for a bare state dict use model.load_state_dict(torch.load(...)))")
+        raise ValueError(f"{os.fspath(path)!r} is not a d2lmini checkpoint written by "
+                         f"d2l.save (for a bare state dict use "
+                         f"model.load_state_dict(torch.load(...)))")
     if data.get("version", 0) > VERSION:
-        raise ValueError(f"{os.fspath(path)!r} has checkpoint version {data['version']}, newer "
-                         f"than this d2lmini reads ({VERSION}): upgrade d2lmini")
+        raise ValueError(f"{os.fspath(path)!r} has checkpoint version "
+                         f"{data['version']}, newer than this d2lmini reads "
+                         f"({VERSION}): upgrade d2lmini")
     name = data["class"]
     if name not in MODELS:
-        raise ValueError(f"unknown model class {name!r} in the checkpoint; known: {sorted(MODELS)}")
+        raise ValueError(f"unknown model class {name!r} in the checkpoint; "
+                         f"known: {sorted(MODELS)}")
     try:
         cls = getattr(importlib.import_module(MODELS[name]), name)
     except (ImportError, AttributeError) as err:
-        raise ImportError(f"cannot rebuild a {name}: {MODELS[name]} is not available ({err})")
+        raise ImportError(f"cannot rebuild a {name}: {MODELS[name]} is not available "
+                          f"({err})")
     model = cls(**data["config"])
     model.load_state_dict(data["state_dict"])
     if device is not None:

@@ -35,19 +35,22 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 def length_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
     """Padding mask from valid lengths: lengths (B,) ints -> bool (B, 1, 1, T),
-    True at positions ``t < lengths[b]``.  Equals ``padding_mask`` of right-padded tokens."""
+    True at positions ``t < lengths[b]``.  Equals ``padding_mask`` of right-padded
+    tokens."""
     check_tensor(lengths, "lengths", ndim=1)
-    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+    if (lengths.is_floating_point() or lengths.is_complex()
+            or lengths.dtype == torch.bool):
         raise TypeError(f"lengths must hold integers, got {lengths.dtype}")
     T = _check_int(T, "T", minimum=1)
     if len(lengths) and (lengths.min() < 0 or lengths.max() > T):
-        raise ValueError(f"lengths must lie in [0, T={T}], got min {lengths.min().item()} "
-                         f"and max {lengths.max().item()}")
+        raise ValueError(f"lengths must lie in [0, T={T}], got min "
+                         f"{lengths.min().item()} and max {lengths.max().item()}")
     positions = torch.arange(T, device=lengths.device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Look-ahead mask: query t may see keys 0..t.  -> bool (1, 1, T, T), lower-triangular."""
+    """Look-ahead mask: query t may see keys 0..t.  -> bool (1, 1, T, T),
+    lower-triangular."""
     T = _check_int(T, "T", minimum=1)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()[None, None]

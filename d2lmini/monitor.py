@@ -1,7 +1,7 @@
 """A live training monitor: a callback for :func:`d2lmini.train` that records the loss
 and the attention of a fixed probe input, redraws them while training runs (Jupyter
-and Colab), and afterwards returns an animation that plays and scrubs in static HTML (drawn in the
-page from the recorded numbers: no kernel, no external file).
+and Colab), and afterwards returns an animation that plays and scrubs in static HTML
+(drawn in the page from the recorded numbers: no kernel, no external file).
 """
 from __future__ import annotations
 
@@ -43,22 +43,25 @@ def recent_loss(x) -> float:
 
 
 class _MonitorFigure:
-    """Loss curves (raw and smoothed, log scale) next to the probe's attention heatmap(s).
+    """Loss curves (raw and smoothed, log scale) next to the probe's attention
+    heatmap(s).
 
     A plain Figure (not pyplot's: the inline backend never shows it twice) whose
     artists are updated in place, so redraws are cheap and frames keep one size.
     """
 
-    def __init__(self, n_maps: int, Tq: int, Tk: int, xlabels, ylabels, mask, title: str,
-                 figsize, dpi: float, head_titles=None):
+    def __init__(self, n_maps: int, Tq: int, Tk: int, xlabels, ylabels, mask,
+                 title: str, figsize, dpi: float, head_titles=None):
         self.fig = Figure(figsize=figsize, dpi=dpi)
         FigureCanvasAgg(self.fig)
-        ratios = [1.0] + [1.4 / n_maps] * n_maps if n_maps else [1.0]  # n_maps=0: loss only
+        # n_maps=0: loss only
+        ratios = [1.0] + [1.4 / n_maps] * n_maps if n_maps else [1.0]
         gs = self.fig.add_gridspec(1, 1 + n_maps, width_ratios=ratios, left=0.1,
                                    right=0.9 if n_maps else 0.97, bottom=0.2, top=0.82,
                                    wspace=0.25 if n_maps > 1 else 0.35)
         self.ax = self.fig.add_subplot(gs[0])
-        self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8, label="each step")
+        self.raw, = self.ax.plot([], [], color="C0", alpha=0.3, lw=0.8,
+                                 label="each step")
         self.smooth, = self.ax.plot([], [], color="C0", lw=1.6, label="centred mean")
         self.ax.set(yscale="log", xlabel="step", ylabel="loss", title="training loss")
         self.ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
@@ -72,7 +75,8 @@ class _MonitorFigure:
             ax = self.fig.add_subplot(gs[1 + i])
             im = ax.imshow(np.zeros((Tq, Tk)), cmap=cmap, vmin=0, vmax=1, aspect="auto",
                            interpolation="nearest")
-            cell = min(0.48 * figsize[0] / (n_maps * Tk), 0.62 * figsize[1] / Tq) * 72  # pt
+            cell = min(0.48 * figsize[0] / (n_maps * Tk),
+                       0.62 * figsize[1] / Tq) * 72  # pt
             font = min(9.0, 0.9 * cell)
             if xlabels is not None and font >= 6:
                 ax.set_xticks(range(Tk), xlabels, rotation=90, fontsize=font)
@@ -87,8 +91,10 @@ class _MonitorFigure:
             self.images.append(im)
         if n_maps:
             heat = [ax.get_position() for ax in self.fig.axes[1:]]
-            self.fig.text((heat[0].x0 + heat[-1].x1) / 2, 0.93, title, ha="center", fontsize=10)
-            cb = self.fig.colorbar(self.images[0], ax=self.fig.axes[1:], fraction=0.05, pad=0.03)
+            self.fig.text((heat[0].x0 + heat[-1].x1) / 2, 0.93, title, ha="center",
+                          fontsize=10)
+            cb = self.fig.colorbar(self.images[0], ax=self.fig.axes[1:], fraction=0.05,
+                                   pad=0.03)
             cb.ax.tick_params(labelsize=9)
 
     def set(self, step: int, losses, attention, xlim=None, ylim=None) -> None:
@@ -102,7 +108,8 @@ class _MonitorFigure:
             self.smooth.set_label(f"centred mean of {2 * (k // 2) + 1}")
             self.ax.legend(loc="upper right", fontsize=9, frameon=False)
             last = f" (last {k})" if k > 1 else ""
-            self.ax.set_title(f"step {step}: loss {recent_loss(y):.3g}{last}", fontsize=10)
+            self.ax.set_title(f"step {step}: loss {recent_loss(y):.3g}{last}",
+                              fontsize=10)
             self.ax.set_xlim(xlim or (0, max(len(y), 2)))
             pos = y[y > 0]
             if ylim is not None:
@@ -111,7 +118,8 @@ class _MonitorFigure:
                 self.ax.set_ylim(pos.min() / 1.2, pos.max() * 1.2)
         if attention is not None:
             for im, a in zip(self.images, attention):
-                im.set_data(a if self.mask is None else np.ma.masked_array(a, ~self.mask))
+                im.set_data(a if self.mask is None
+                            else np.ma.masked_array(a, ~self.mask))
 
 
 class TrainingMonitor:
@@ -138,15 +146,19 @@ class TrainingMonitor:
                  src_tokens=None, tgt_tokens=None, live: bool | None = None,
                  max_frames: int = 30, max_overhead: float | None = 0.05,
                  figsize=(8.0, 3.0), dpi: float = 72):
-        check_positive_int(every, "every"), check_positive_int(max_frames, "max_frames", 2)
-        if probe is not None and not (callable(probe) or isinstance(probe, (tuple, list))):
-            raise TypeError(f"probe must be (src, tgt), a function net -> attention or None, "
-                            f"got {type(probe).__name__}")
+        (check_positive_int(every, "every"),
+         check_positive_int(max_frames, "max_frames", 2))
+        if probe is not None and not (callable(probe)
+                                      or isinstance(probe, (tuple, list))):
+            raise TypeError(f"probe must be (src, tgt), a function net -> attention "
+                            f"or None, got {type(probe).__name__}")
         self.probe, self.every, self.max_frames = probe, every, max_frames
         self.select = {"kind": kind, "layer": layer, "head": head, "example": example}
-        self.tokens, self.live, self.max_overhead = (src_tokens, tgt_tokens), live, max_overhead
+        self.tokens, self.live, self.max_overhead = ((src_tokens, tgt_tokens), live,
+                                                     max_overhead)
         self.figsize, self.dpi = figsize, dpi
-        self.snapshots: list[dict] = []   # {"step", "loss", "attention" (n, T_q, T_k) | None}
+        # {"step", "loss", "attention" (n, T_q, T_k) | None}
+        self.snapshots: list[dict] = []
         self._losses: list[float] = []    # every step's loss, across train() calls
         self.seconds = 0.0                # time spent inside the monitor
         self.redraws = 0
@@ -158,7 +170,8 @@ class TrainingMonitor:
     def __call__(self, net, history) -> None:
         if history is not self._history:
             self._sync_losses(history)
-        if history.steps != 1 and history.steps % self.every:  # no snapshot: read nothing
+        # no snapshot: read nothing
+        if history.steps != 1 and history.steps % self.every:
             return
         t0 = time.perf_counter()
         self._start = self._start or t0
@@ -174,8 +187,9 @@ class TrainingMonitor:
     def record(self, net, history) -> dict:
         """Take a snapshot now (the callback does this every ``every`` steps)."""
         self._sync_losses(history)
-        snap = {"step": self._step0 + history.steps, "loss": self.losses[-1] if self.losses else
-                float("nan"), "attention": self._attention(net)}
+        snap = {"step": self._step0 + history.steps,
+                "loss": self.losses[-1] if self.losses else float("nan"),
+                "attention": self._attention(net)}
         self.snapshots.append(snap)
         return snap
 
@@ -198,7 +212,8 @@ class TrainingMonitor:
     def _attention(self, net):
         if self.probe is None:
             return None
-        out = self.probe(net) if callable(self.probe) else collect_attention(net, *self.probe)
+        out = (self.probe(net) if callable(self.probe)
+               else collect_attention(net, *self.probe))
         maps = as_attention_maps(out)
         sel = dict(self.select)
         if sel["kind"] is None:
@@ -212,23 +227,28 @@ class TrainingMonitor:
             self._mask = None if m is None else m.any(0)
             self._labels = (_labels(k_tok, sel["example"], Tk, "key labels"),
                             _labels(q_tok, sel["example"], Tq, "query labels"))
-            head = {"all": "all heads", "mean": "mean over heads"}.get(sel["head"], f"head {sel['head']}")
+            head = {"all": "all heads", "mean": "mean over heads"}.get(
+                sel["head"], f"head {sel['head']}")
             self._title = f"probe: {kind} attention, layer {layer}, {head}"
         return w.copy()
 
     # ---------------------------------------------------------------- drawing
     def _new_figure(self) -> _MonitorFigure:
-        att = next((s["attention"] for s in self.snapshots if s["attention"] is not None), None)
+        att = next((s["attention"] for s in self.snapshots
+                    if s["attention"] is not None), None)
         n, Tq, Tk = (0, 1, 1) if att is None else att.shape
         xl, yl = self._labels or (None, None)
-        heads = [f"head {i}" for i in range(n)] if self.select["head"] == "all" else None
+        heads = ([f"head {i}" for i in range(n)] if self.select["head"] == "all"
+                 else None)
         figsize = self.figsize if n else (self.figsize[0] * 0.5, self.figsize[1])
-        return _MonitorFigure(n, Tq, Tk, xl, yl, self._mask, self._title, figsize, self.dpi, heads)
+        return _MonitorFigure(n, Tq, Tk, xl, yl, self._mask, self._title, figsize,
+                              self.dpi, heads)
 
     def figure(self, index: int = -1) -> Figure:
         """The monitor figure of one snapshot (default: the last) -> Figure."""
         if not self.snapshots:
-            raise ValueError("no snapshot yet: pass the monitor to train(..., callbacks=[monitor])")
+            raise ValueError("no snapshot yet: pass the monitor to "
+                             "train(..., callbacks=[monitor])")
         s = self.snapshots[index]
         f = self._new_figure()
         f.set(s["step"], self.losses[: s["step"]], s["attention"])
@@ -240,10 +260,12 @@ class TrainingMonitor:
             self._live_fig = self._new_figure()
         s = self.snapshots[-1]
         self._live_fig.set(s["step"], self.losses[: s["step"]], s["attention"])
-        return figure_png(self._live_fig.fig, dpi=2 * self.dpi, tight=False)  # 2x: sharp
+        return figure_png(self._live_fig.fig, dpi=2 * self.dpi,
+                          tight=False)  # 2x: sharp
 
     def _show(self, png: bytes) -> None:
-        """One display that updates in place (Jupyter and Colab); nothing when headless."""
+        """One display that updates in place (Jupyter and Colab); nothing when
+        headless."""
         if not in_kernel():
             return
         from IPython.display import Image, display
@@ -264,7 +286,8 @@ class TrainingMonitor:
     def frames(self) -> list[dict]:
         """At most ``max_frames`` snapshots, evenly spaced, first and last included."""
         n = len(self.snapshots)
-        idx = np.unique(np.linspace(0, n - 1, min(n, self.max_frames)).round().astype(int))
+        idx = np.unique(np.linspace(0, n - 1,
+                                    min(n, self.max_frames)).round().astype(int))
         return [self.snapshots[i] for i in idx]
 
     def animation_html(self, fps: float = 4) -> str:
@@ -276,10 +299,12 @@ class TrainingMonitor:
         """
         frames = self.frames()
         if not frames:
-            raise ValueError("no snapshot yet: pass the monitor to train(..., callbacks=[monitor])")
+            raise ValueError("no snapshot yet: pass the monitor to "
+                             "train(..., callbacks=[monitor])")
         y = np.asarray(self.losses[: frames[-1]["step"]], dtype=float)
         pos = y[y > 0]
-        ylim = [float(pos.min() / 1.2), float(pos.max() * 1.2)] if len(pos) else [0.1, 10.0]
+        ylim = ([float(pos.min() / 1.2), float(pos.max() * 1.2)] if len(pos)
+                else [0.1, 10.0])
         table = webfig.PanelTable()
         xl, yl = self._labels or (None, None)
         data = {
@@ -287,17 +312,20 @@ class TrainingMonitor:
             "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
             "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
                         [table.panel(a) for a in s["attention"]]} for s in frames],
-            "title": self._title, "xlabels": xl, "ylabels": yl, "axis": ["query", "key"],
+            "title": self._title, "xlabels": xl, "ylabels": yl,
+            "axis": ["query", "key"],
             "mask": None if self._mask is None else table.masks[table.mask(self._mask)],
             "head_titles": ([f"head {i}" for i in range(len(frames[0]["attention"]))]
-                            if self.select["head"] == "all" and frames[0]["attention"] is not None
+                            if self.select["head"] == "all"
+                            and frames[0]["attention"] is not None
                             else None),
             "lut": webfig.lut("Reds", 128)}
         data["panels"] = table.panels
         return webfig.html("monitor", data)
 
     def animation(self, fps: float = 4):
-        """:meth:`animation_html` as an ``IPython.display.HTML`` (shows in a notebook)."""
+        """:meth:`animation_html` as an ``IPython.display.HTML`` (shows in a
+        notebook)."""
         from IPython.display import HTML
         return HTML(self.animation_html(fps))
 

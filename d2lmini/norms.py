@@ -15,7 +15,8 @@ from .utils import check_positive_int, check_tensor
 
 
 def _check_eps(eps: float) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+    if (isinstance(eps, bool) or not isinstance(eps, (int, float))
+            or not 0 < eps < math.inf):
         raise ValueError(f"eps must be a finite positive number, got {eps!r}")
 
 
@@ -30,12 +31,14 @@ class LayerNorm(nn.Module):
 
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5):
         super().__init__()
-        ok = lambda n: isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0
-        shape = ((normalized_shape,) if not isinstance(normalized_shape, (tuple, list, torch.Size))
+        ok = lambda n: (isinstance(n, numbers.Integral) and not isinstance(n, bool)
+                        and n > 0)
+        shape = ((normalized_shape,)
+                 if not isinstance(normalized_shape, (tuple, list, torch.Size))
                  else tuple(normalized_shape))
         if not shape or not all(ok(n) for n in shape):
-            raise ValueError(f"normalized_shape must be a positive int or a tuple of them, "
-                             f"got {normalized_shape!r}")
+            raise ValueError("normalized_shape must be a positive int or a tuple of "
+                             f"them, got {normalized_shape!r}")
         _check_eps(eps)
         shape = tuple(int(n) for n in shape)
         self.normalized_shape, self.eps = shape, eps

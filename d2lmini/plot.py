@@ -29,11 +29,13 @@ def sharp_inline_figures() -> bool:
 sharp_inline_figures()
 
 
-# A phone shows a figure about 360 CSS px wide; a figure w inches wide is drawn at 100 px
-# per inch (matplotlib's dpi) and shrunk to fit, so text of s points comes out at about
-# s * 360 / (72 * w) px there.  Text at >= PHONE_PT_PER_INCH * w points stays >= 9 px.
+# A phone shows a figure about 360 CSS px wide; a figure w inches wide is drawn at
+# 100 px per inch (matplotlib's dpi) and shrunk to fit, so text of s points comes out
+# at about s * 360 / (72 * w) px there.  Text at >= PHONE_PT_PER_INCH * w points stays
+# >= 9 px.
 PHONE_PT_PER_INCH = 1.85
-MAX_WIDTH = 8.6   # inches: wider grids of heatmaps wrap into more rows (see show_heatmaps)
+# inches: wider grids of heatmaps wrap into more rows (see show_heatmaps)
+MAX_WIDTH = 8.6
 
 
 def readable_size(width_in: float, lo: float = 9.0, hi: float = 14.0) -> float:
@@ -86,8 +88,8 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
     if len(Xs) != len(Ys):
         raise ValueError(f"got {len(Xs)} x sequences for {len(Ys)} y curves")
     if isinstance(fmts, str) or not fmts:
-        raise ValueError(f"fmts must be a non-empty list of line formats such as ['-', 'm--'], "
-                         f"got {fmts!r}")
+        raise ValueError(f"fmts must be a non-empty list of line formats such as "
+                         f"['-', 'm--'], got {fmts!r}")
     if legend and len(legend) != len(Ys):  # a label would name the wrong curve
         raise ValueError(f"got {len(legend)} legend entries for {len(Ys)} curves")
     for i, (x, y) in enumerate(zip(Xs, Ys)):
@@ -110,7 +112,8 @@ def plot(X, Y=None, xlabel: str | None = None, ylabel: str | None = None,
         ax.set_ylabel(ylabel, fontsize=size)
     if title:
         ax.set_title(title, fontsize=size)
-    if legend:  # below the axes (under the tick labels and the x label), never over the curves
+    # below the axes (under the tick labels and the x label), never over the curves
+    if legend:
         height_pt = ax.get_position().height * fig.get_figheight() * 72
         below = (3.6 if xlabel else 2.0) * size / max(height_pt, 1.0)
         ax.legend(legend, loc="upper center", bbox_to_anchor=(0.5, -below),
@@ -156,7 +159,8 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
         elif not fits:
             ncols = 1
     if M.ndim == 3 and ncols is not None:
-        if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+        if (isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer))
+                or ncols < 1):
             raise ValueError(f"ncols must be a positive int, got {ncols!r}")
         rows = -(-M.shape[0] // ncols)
         pad = np.full((rows * ncols - M.shape[0],) + M.shape[1:], np.nan)
@@ -169,20 +173,22 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
     if ylabels is not None and len(ylabels) != Tq:
         raise ValueError(f"expected {Tq} ylabels (one per query), got {len(ylabels)}")
     if titles is not None and len(titles) not in (n_used, cols):
-        raise ValueError(f"expected {n_used} titles (one per matrix) or {cols} (one per "
-                         f"column), got {len(titles)}")
+        raise ValueError(f"expected {n_used} titles (one per matrix) or {cols} "
+                         f"(one per column), got {len(titles)}")
     allowed = np.isfinite(M)
     if mask is not None:
         m = _np(mask).astype(bool)
-        if m.ndim == 3 and ncols is not None and m.shape[0] > 1:  # (n, T_q|1, T_k): wrap too
-            m = np.concatenate([m, np.ones((rows * cols - m.shape[0],) + m.shape[1:], bool)])
+        # (n, T_q|1, T_k): wrap too
+        if m.ndim == 3 and ncols is not None and m.shape[0] > 1:
+            m = np.concatenate([m, np.ones((rows * cols - m.shape[0],) + m.shape[1:],
+                                           bool)])
             m = m.reshape(rows, cols, *m.shape[1:])
         m = m.reshape((1,) * max(0, 4 - m.ndim) + m.shape)
         try:
             allowed = allowed & np.broadcast_to(m, M.shape)
         except ValueError:
-            raise ValueError(f"mask of shape {tuple(_np(mask).shape)} does not broadcast to "
-                             f"the matrices of shape {M.shape}") from None
+            raise ValueError(f"mask of shape {tuple(_np(mask).shape)} does not "
+                             f"broadcast to the matrices of shape {M.shape}") from None
     M = np.ma.masked_array(M, mask=~allowed)
     if vmax is None:
         vmax = float(M.max()) if M.count() else 1.0
@@ -219,8 +225,8 @@ def show_heatmaps(matrices, xlabels: Sequence[str] | None = None,
                                 fontsize=min(size, cell_size * 72 * 0.45),
                                 color="white" if dark else "black")
             if titles is not None:
-                ax.set_title(titles[i * cols + j] if len(titles) == n_used else titles[j],
-                             fontsize=size)
+                ax.set_title(titles[i * cols + j] if len(titles) == n_used
+                             else titles[j], fontsize=size)
             if i == rows - 1 or (i + 1) * cols + j >= n_used:
                 ax.set_xlabel(xlabel, fontsize=size)
                 ax.tick_params(axis="x", labelbottom=True)

@@ -27,7 +27,8 @@ def _step(step) -> int:
     return step
 
 
-def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:
+def noam_schedule(d_model: int, warmup: int,
+                  factor: float = 1.0) -> Callable[[int], float]:
     """The paper's schedule: lr = factor * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5).
 
     Linear warm-up for ``warmup`` steps, then decay as 1/sqrt(s); the peak,
@@ -45,7 +46,8 @@ def noam_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[i
     return lr
 
 
-def warmup_cosine_schedule(warmup: int, total: int, final: float = 0.0) -> Callable[[int], float]:
+def warmup_cosine_schedule(warmup: int, total: int,
+                           final: float = 0.0) -> Callable[[int], float]:
     """Multiplier: linear warm-up 1/warmup .. 1 over ``warmup`` steps, then a cosine
     from 1 down to ``final`` at step ``total`` (and ``final`` after it).
 
@@ -55,7 +57,8 @@ def warmup_cosine_schedule(warmup: int, total: int, final: float = 0.0) -> Calla
     _check_steps(warmup=warmup, total=total)
     if warmup > total:
         raise ValueError(f"warmup ({warmup}) must not exceed total ({total})")
-    if isinstance(final, bool) or not isinstance(final, (int, float)) or not 0 <= final <= 1:
+    if (isinstance(final, bool) or not isinstance(final, (int, float))
+            or not 0 <= final <= 1):
         raise ValueError(f"final must be a multiplier in [0, 1], got {final!r}")
 
     def lr(step: int) -> float:

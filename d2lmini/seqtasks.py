@@ -25,8 +25,8 @@ from .attention import set_fused_attention
 from .transformer import EncoderBlock, PositionalEncoding
 from .utils import check_positive_int, set_seed
 
-__all__ = ["retrieval_batch", "Retrieval", "retrieval_run", "motif_batch", "MotifClassifier",
-           "motif_run", "DepthStack", "depth_run", "SCORES"]
+__all__ = ["retrieval_batch", "Retrieval", "retrieval_run", "motif_batch",
+           "MotifClassifier", "motif_run", "DepthStack", "depth_run", "SCORES"]
 
 SCORES = ("dot", "dot-unscaled", "additive")
 
@@ -51,11 +51,12 @@ def retrieval_batch(batch_size: int, pairs: int = 8, keys: int = 16, values: int
 class Retrieval(nn.Module):
     """Embed the query key, the stored keys and values; one attention read-out.
 
-    score "dot": q.k / sqrt(d_k); "dot-unscaled": q.k; "additive": w^T tanh(W_q q + W_k k)
-    with a hidden size of d_k.  Queries and keys are projected to d_k dimensions with
-    weights drawn N(0, 1/d) from unit-variance embeddings, so that their components have
-    unit variance at initialisation, the setting in which the Transformer paper argues
-    for the scale.  forward(k (B, n), v (B, n), q (B,)) -> logits (B, values).
+    score "dot": q.k / sqrt(d_k); "dot-unscaled": q.k; "additive":
+    w^T tanh(W_q q + W_k k) with a hidden size of d_k.  Queries and keys are projected
+    to d_k dimensions with weights drawn N(0, 1/d) from unit-variance embeddings, so
+    that their components have unit variance at initialisation, the setting in which
+    the Transformer paper argues for the scale.  forward(k (B, n), v (B, n), q (B,))
+    -> logits (B, values).
     """
 
     def __init__(self, score: str = "dot", d_k: int = 16, d: int = 32, keys: int = 16,
@@ -99,7 +100,8 @@ def retrieval_run(score: str = "dot", d_k: int = 16, seed: int = 0, steps: int =
     net = Retrieval(score, d_k)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        k, v, q, _ = retrieval_batch(512, pairs, generator=torch.Generator().manual_seed(1))
+        k, v, q, _ = retrieval_batch(512, pairs,
+                                     generator=torch.Generator().manual_seed(1))
         init_max = net.scores(k, q).softmax(-1).max(-1).values.mean().item()
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     losses = []
@@ -117,7 +119,7 @@ def retrieval_run(score: str = "dot", d_k: int = 16, seed: int = 0, steps: int =
     return {"accuracy": acc, "step_loss": losses, "init_max_weight": init_max}
 
 
-# ---------------------------------------------------------------- a local motif, three priors
+# ---------------------------------------------------------- a local motif, three priors
 def motif_batch(n: int, length: int = 16, vocab: int = 6,
                 generator: torch.Generator | None = None):
     """Random sequences x (n, length) over ``vocab`` ids; y (n,) = 1 when the bigram
@@ -125,8 +127,8 @@ def motif_batch(n: int, length: int = 16, vocab: int = 6,
     sequences get one planted, so the two classes are about balanced."""
     check_positive_int(n, "n"), check_positive_int(length, "length", minimum=2)
     check_positive_int(vocab, "vocab", minimum=3)
-    x = torch.randint(2, vocab, (n, length), generator=generator)      # no 0 or 1 yet
-    noise = torch.rand(n, length, generator=generator) < 0.08           # scattered 0s, 1s
+    x = torch.randint(2, vocab, (n, length), generator=generator)    # no 0 or 1 yet
+    noise = torch.rand(n, length, generator=generator) < 0.08         # scattered 0s, 1s
     x = torch.where(noise, torch.randint(2, (n, length), generator=generator), x)
     plant = torch.rand(n, generator=generator) < 0.5
     at = torch.randint(length - 1, (n,), generator=generator)
@@ -205,19 +207,21 @@ def motif_run(kind: str = "transformer", n_train: int = 1000, seed: int = 0,
             "params": sum(p.numel() for p in net.parameters())}
 
 
-# ---------------------------------------------------------------- depth with and without residuals
+# --------------------------------------------------- depth with and without residuals
 class DepthStack(nn.Module):
     """``depth`` post-norm blocks ``h = norm(h + f(h))`` (``residual=True``) or
     ``h = norm(f(h))`` (plain), f = Linear-ReLU-Linear of width ``width``; a linear
     read-in and read-out.  forward(x (B, d_in)) -> (B, 1)."""
 
-    def __init__(self, depth: int, residual: bool = True, d_in: int = 8, width: int = 32):
+    def __init__(self, depth: int, residual: bool = True, d_in: int = 8,
+                 width: int = 32):
         super().__init__()
         check_positive_int(depth, "depth")
         self.residual = residual
         self.inp = nn.Linear(d_in, width)
         self.fs = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.ReLU(),
-                                              nn.Linear(width, width)) for _ in range(depth))
+                                              nn.Linear(width, width))
+                                for _ in range(depth))
         self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(depth))
         self.head = nn.Linear(width, 1)
 
@@ -254,4 +258,5 @@ def depth_run(depth: int = 2, residual: bool = True, seed: int = 0, steps: int =
         losses.append(loss.item())
     with torch.no_grad():
         final = F.mse_loss(net(x), y).item()
-    return {"step_loss": losses, "train_loss": final, "seconds": time.perf_counter() - t0}
+    return {"step_loss": losses, "train_loss": final,
+            "seconds": time.perf_counter() - t0}

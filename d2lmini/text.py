@@ -1,4 +1,5 @@
-"""Vocabularies and small, generated translation data sets (chapter 8).  No downloads."""
+"""Vocabularies and small, generated translation data sets (chapter 8).  No
+downloads."""
 from __future__ import annotations
 
 import datetime as dt
@@ -37,8 +38,9 @@ class Vocab:
 
     def __init__(self, tokens: Iterable[str] = (), min_freq: int = 1):
         if isinstance(tokens, torch.Tensor) or not isinstance(tokens, Iterable):
-            raise TypeError(f"tokens must be an iterable of strings (e.g. a list of words or "
-                            f"a string of characters), got {type(tokens).__name__}")
+            raise TypeError("tokens must be an iterable of strings (e.g. a list of "
+                            "words or a string of characters), got "
+                            f"{type(tokens).__name__}")
         check_positive_int(min_freq, "min_freq")
         if isinstance(tokens, AbstractSet):
             tokens = sorted(tokens, key=lambda t: (not isinstance(t, str), str(t)))
@@ -58,14 +60,16 @@ class Vocab:
 
     @classmethod
     def from_tokens(cls, idx_to_token: Sequence[str]) -> "Vocab":
-        """The vocabulary whose ``idx_to_token`` is exactly this list (specials first)."""
-        if isinstance(idx_to_token, (str, bytes)) or not isinstance(idx_to_token, Iterable):
+        """The vocabulary whose ``idx_to_token`` is exactly this list (specials
+        first)."""
+        if (isinstance(idx_to_token, (str, bytes))
+                or not isinstance(idx_to_token, Iterable)):
             raise TypeError(f"idx_to_token must be a list of token strings, got "
                             f"{type(idx_to_token).__name__}")
         idx_to_token = list(idx_to_token)
         if idx_to_token[:4] != list(SPECIALS) or not all(
-                isinstance(t, str) for t in idx_to_token) or len(set(idx_to_token)) != len(
-                idx_to_token):
+                isinstance(t, str) for t in idx_to_token) or len(
+                set(idx_to_token)) != len(idx_to_token):
             raise ValueError(f"idx_to_token must be distinct strings starting with "
                              f"{list(SPECIALS)}, got {idx_to_token[:6]!r}...")
         v = cls()
@@ -84,15 +88,18 @@ class Vocab:
 
     def __getitem__(self, token: str) -> int:
         if not isinstance(token, str):  # vocab[5] is not the token of id 5
-            raise TypeError(f"vocab[token] looks up a string token, got {type(token).__name__} "
-                            f"{token!r:.40}" + (f" (the token of id {token} is "
-                                                 f"vocab.idx_to_token[{token}])"
-                                                 if _is_id(token) else ""))
+            raise TypeError("vocab[token] looks up a string token, got "
+                            f"{type(token).__name__} {token!r:.40}"
+                            + (f" (the token of id {token} is "
+                               f"vocab.idx_to_token[{token}])"
+                               if _is_id(token) else ""))
         return self.token_to_idx.get(token, self.unk_id)
 
-    def encode(self, tokens: Sequence[str], bos: bool = False, eos: bool = False) -> list[int]:
+    def encode(self, tokens: Sequence[str], bos: bool = False,
+               eos: bool = False) -> list[int]:
         """tokens (a list of strings, or a string: its characters) -> list of ids,
-        optionally with ``<bos>`` first and ``<eos>`` last.  Unknown tokens -> ``<unk>``."""
+        optionally with ``<bos>`` first and ``<eos>`` last.  Unknown tokens ->
+        ``<unk>``."""
         if isinstance(tokens, torch.Tensor) or not isinstance(tokens, Iterable):
             raise TypeError(f"tokens must be a list of strings or a string, got "
                             f"{type(tokens).__name__}")
@@ -118,14 +125,15 @@ class Vocab:
             raise TypeError(f"sep must be a string or None, got {type(sep).__name__}")
         if isinstance(ids, torch.Tensor):
             if ids.is_floating_point() or ids.is_complex() or ids.dim() not in (1, 2):
-                raise ValueError(f"ids must be integer token ids of shape (T,) or (B, T), "
-                                 f"got a {ids.dtype} tensor of shape {tuple(ids.shape)}")
+                raise ValueError("ids must be integer token ids of shape (T,) or "
+                                 f"(B, T), got a {ids.dtype} tensor of shape "
+                                 f"{tuple(ids.shape)}")
             ids = ids.tolist()
         if isinstance(ids, np.ndarray) and ids.ndim == 2:
             ids = ids.tolist()
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise TypeError(f"ids must be a list of ints, a list of lists or a tensor, got "
-                            f"{type(ids).__name__}")
+            raise TypeError("ids must be a list of ints, a list of lists or a tensor, "
+                            f"got {type(ids).__name__}")
         ids = list(ids)
         if ids and all(isinstance(row, (list, tuple)) for row in ids):
             return [self.decode(row, strip, sep) for row in ids]
@@ -134,7 +142,8 @@ class Vocab:
             if not _is_id(i):
                 raise TypeError(f"ids must be integers, got {type(i).__name__} {i!r}")
             if not 0 <= i < len(self):
-                raise ValueError(f"id {i} is out of range for a vocabulary of size {len(self)}")
+                raise ValueError(f"id {i} is out of range for a vocabulary of size "
+                                 f"{len(self)}")
             if strip and i == self.eos_id:
                 break
             if not (strip and i in (self.pad_id, self.bos_id)):
@@ -146,8 +155,9 @@ def _as_id_list(s, k: int, who: str = "pad_batch") -> list[int]:
     where = f" as sequence {k}" if who == "pad_batch" else ""
     if isinstance(s, torch.Tensor):
         if s.dim() != 1 or s.is_floating_point() or s.is_complex():
-            raise ValueError(f"{f'sequence {k}' if where else 'ids'} must be a 1-D tensor of "
-                             f"integer ids, got a {s.dtype} tensor of shape {tuple(s.shape)}")
+            raise ValueError(f"{f'sequence {k}' if where else 'ids'} must be a 1-D "
+                             f"tensor of integer ids, got a {s.dtype} tensor of shape "
+                             f"{tuple(s.shape)}")
         return s.tolist()
     if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
         raise TypeError(f"{who} expects sequences of integer ids (use vocab.encode "
@@ -155,9 +165,11 @@ def _as_id_list(s, k: int, who: str = "pad_batch") -> list[int]:
     s = list(s)
     bad = [i for i in s if not _is_id(i)][:1]
     if bad:
-        raise TypeError(f"{who} expects integer ids, got {type(bad[0]).__name__} {bad[0]!r}"
+        raise TypeError(f"{who} expects integer ids, got {type(bad[0]).__name__} "
+                        f"{bad[0]!r}"
                         + (f" in sequence {k}" if where else "")
-                        + (" (use vocab.encode first)" if isinstance(bad[0], str) else ""))
+                        + (" (use vocab.encode first)" if isinstance(bad[0], str)
+                           else ""))
     return s
 
 
@@ -173,11 +185,13 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "right
     if side not in ("right", "left"):
         raise ValueError(f'side must be "right" or "left", got {side!r}')
     if not _is_id(pad_id):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
+        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} "
+                        f"{pad_id!r}")
     if pad_id < 0:
         raise ValueError(f"pad_id must be an id >= 0, got {pad_id}")
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
-        raise TypeError(f"seqs must be a list of id sequences, got {type(seqs).__name__}")
+        raise TypeError("seqs must be a list of id sequences, got "
+                        f"{type(seqs).__name__}")
     seqs = [_as_id_list(s, k) for k, s in enumerate(seqs)]
     if len(seqs) == 0:
         raise ValueError("cannot pad an empty batch")
@@ -191,15 +205,19 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, side: str = "right
 
 def _check_ids(t, name: str, ndim: int) -> None:
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(t).__name__}")
-    if t.dim() != ndim or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-        raise ValueError(f"{name} must be a {ndim}-D tensor of integer ids, got a {t.dtype} "
-                         f"tensor of shape {tuple(t.shape)}")
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got "
+                        f"{type(t).__name__}")
+    if (t.dim() != ndim or t.is_floating_point() or t.is_complex()
+            or t.dtype == torch.bool):
+        raise ValueError(f"{name} must be a {ndim}-D tensor of integer ids, got a "
+                         f"{t.dtype} tensor of shape {tuple(t.shape)}")
 
 
-def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
+def pairs_to_tensors(pairs, src_vocab: Vocab | None = None,
+                     tgt_vocab: Vocab | None = None,
                      tokenize: Callable[[str], Sequence[str]] = list, device=None):
-    """Your own (source, target) pairs -> tensors for a ``Transformer``, and vocabularies.
+    """Your own (source, target) pairs -> tensors for a ``Transformer``, and
+    vocabularies.
 
     ``pairs``: a list of (source, target) strings (or token lists).  ``tokenize`` splits
     a string into tokens: ``list`` (default) gives characters, ``str.split`` words.
@@ -223,14 +241,15 @@ def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | N
         for side, x in zip(("source", "target"), p):
             if not (isinstance(x, str) or (isinstance(x, (list, tuple))
                                            and all(isinstance(t, str) for t in x))):
-                raise TypeError(f"pair {k}: the {side} must be a string or a list of token "
-                                f"strings, got {type(x).__name__} {x!r:.40}")
+                raise TypeError(f"pair {k}: the {side} must be a string or a list of "
+                                f"token strings, got {type(x).__name__} {x!r:.40}")
     if not callable(tokenize):
         raise TypeError(f"tokenize must be a function str -> tokens, got "
                         f"{type(tokenize).__name__}")
     for name, v in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
         if v is not None and not isinstance(v, Vocab):
-            raise TypeError(f"{name} must be a d2l.Vocab or None, got {type(v).__name__}")
+            raise TypeError(f"{name} must be a d2l.Vocab or None, got "
+                            f"{type(v).__name__}")
     tok = lambda x: tokenize(x) if isinstance(x, str) else list(x)
     src_toks = [tok(s) for s, _ in pairs]
     tgt_toks = [tok(t) for _, t in pairs]
@@ -240,7 +259,8 @@ def pairs_to_tensors(pairs, src_vocab: Vocab | None = None, tgt_vocab: Vocab | N
     tgt = pad_batch([tgt_vocab.encode(t, bos=True, eos=True) for t in tgt_toks],
                     tgt_vocab.pad_id)
     tgt_in = tgt[:, :-1].masked_fill(tgt[:, :-1] == tgt_vocab.eos_id, tgt_vocab.pad_id)
-    return src.to(device), tgt_in.to(device), tgt[:, 1:].to(device), src_vocab, tgt_vocab
+    return (src.to(device), tgt_in.to(device), tgt[:, 1:].to(device), src_vocab,
+            tgt_vocab)
 
 
 def lm_windows(ids, block_size: int, stride: int | None = None
@@ -248,12 +268,12 @@ def lm_windows(ids, block_size: int, stride: int | None = None
     """Language-model examples from one long id sequence: inputs and next-token targets.
 
     ids: a list of ints or a 1-D integer tensor (e.g. ``vocab.encode(text)``) ->
-    ``(x (n, block_size), y (n, block_size))`` with ``y[i, t] = x[i, t + 1]``'s successor
-    in ``ids``: window i starts at ``i * stride`` (default ``block_size``: windows do
-    not overlap; ``stride=1``: every start).  A tail too short for a window is dropped.
-    Batch them with ``lambda: d2l.data_iter(batch_size, x, y)`` for ``d2l.train``
-    and train a ``GPT`` with ``d2l.sequence_loss`` (``pad_id=None`` if the text has no
-    padding).
+    ``(x (n, block_size), y (n, block_size))`` with ``y[i, t] = x[i, t + 1]``'s
+    successor in ``ids``: window i starts at ``i * stride`` (default ``block_size``:
+    windows do not overlap; ``stride=1``: every start).  A tail too short for a window
+    is dropped.  Batch them with ``lambda: d2l.data_iter(batch_size, x, y)`` for
+    ``d2l.train`` and train a ``GPT`` with ``d2l.sequence_loss`` (``pad_id=None`` if the
+    text has no padding).
     """
     check_positive_int(block_size, "block_size")
     stride = block_size if stride is None else check_positive_int(stride, "stride")
@@ -264,8 +284,9 @@ def lm_windows(ids, block_size: int, stride: int | None = None
         ids = torch.tensor(_as_id_list(ids, 0, "lm_windows"), dtype=torch.long)
     n = (len(ids) - block_size - 1) // stride + 1
     if len(ids) < block_size + 1 or n < 1:
-        raise ValueError(f"ids has {len(ids)} tokens: a window of block_size={block_size} "
-                         f"and its target need at least {block_size + 1}")
+        raise ValueError(f"ids has {len(ids)} tokens: a window of "
+                         f"block_size={block_size} and its target need at least "
+                         f"{block_size + 1}")
     starts = torch.arange(n) * stride                                  # (n,)
     idx = starts[:, None] + torch.arange(block_size)[None]             # (n, block_size)
     return ids[idx], ids[idx + 1]
@@ -288,12 +309,16 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
     for name, t in (("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
         _check_ids(t, name, 2)
     if not _is_id(pad_id):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
-    if not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0]) or tgt_in.shape != tgt_out.shape:
-        raise ValueError(f"src (n, S), tgt_in and tgt_out (n, T) disagree: {tuple(src.shape)}, "
-                         f"{tuple(tgt_in.shape)}, {tuple(tgt_out.shape)}")
+        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} "
+                        f"{pad_id!r}")
+    if (not (src.shape[0] == tgt_in.shape[0] == tgt_out.shape[0])
+            or tgt_in.shape != tgt_out.shape):
+        raise ValueError("src (n, S), tgt_in and tgt_out (n, T) disagree: "
+                         f"{tuple(src.shape)}, {tuple(tgt_in.shape)}, "
+                         f"{tuple(tgt_out.shape)}")
     if src.shape[0] == 0:
-        raise ValueError(f"no examples to batch: src of shape {tuple(src.shape)} is empty")
+        raise ValueError(f"no examples to batch: src of shape {tuple(src.shape)} is "
+                         "empty")
     src_len = (src != pad_id).sum(1)                                   # (n,)
     tgt_len = ((tgt_in != pad_id) | (tgt_out != pad_id)).sum(1)        # (n,)
 
@@ -302,7 +327,8 @@ def bucket_batches(src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tenso
         chunks = []
         for i in range(0, len(order), pool * batch_size):
             chunk = order[i:i + pool * batch_size]
-            chunks += chunk[torch.argsort(src_len[chunk], stable=True)].split(batch_size)
+            chunks += chunk[torch.argsort(src_len[chunk],
+                                          stable=True)].split(batch_size)
         for k in torch.randperm(len(chunks), generator=generator).tolist():
             idx = chunks[k]
             S, T = int(src_len[idx].max()), int(tgt_len[idx].max())
@@ -320,18 +346,21 @@ MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augus
           "September", "October", "November", "December"]
 MONATE = ["Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
           "September", "Oktober", "November", "Dezember"]
-WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+            "Sunday"]
 
 # One human-readable form per entry; every form names day, month and year unambiguously
 # (two-digit years mean 1950-2049, so dd/mm/yy has one reading).
 FORMATS = {
     "d Month yyyy": lambda d: f"{d.day} {MONTHS[d.month - 1]} {d.year}",
     "dd/mm/yy": lambda d: f"{d.day:02d}/{d.month:02d}/{d.year % 100:02d}",
-    "Weekday, Month d, yyyy": lambda d: f"{WEEKDAYS[d.weekday()]}, {MONTHS[d.month - 1]} {d.day}, {d.year}",
+    "Weekday, Month d, yyyy": lambda d: f"{WEEKDAYS[d.weekday()]}, "
+                                        f"{MONTHS[d.month - 1]} {d.day}, {d.year}",
     "d. Monat yyyy": lambda d: f"{d.day}. {MONATE[d.month - 1]} {d.year}",
     "yyyy年m月d日": lambda d: f"{d.year}年{d.month}月{d.day}日",
     "Mon d, yyyy": lambda d: f"{MONTHS[d.month - 1][:3]} {d.day}, {d.year}",
-    "d mon yy": lambda d: f"{d.day} {MONTHS[d.month - 1][:3].lower()} {d.year % 100:02d}",
+    "d mon yy": lambda d: f"{d.day} {MONTHS[d.month - 1][:3].lower()} "
+                          f"{d.year % 100:02d}",
     "dd.mm.yyyy": lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",
 }
 FIRST_DAY, LAST_DAY = dt.date(1950, 1, 1), dt.date(2049, 12, 31)
@@ -355,9 +384,10 @@ class DateTranslation:
         if not _is_id(seed):
             raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
         if exclude is not None and not isinstance(exclude, DateTranslation):
-            raise TypeError(f"exclude must be another DateTranslation (the training set) or "
-                            f"None, got {type(exclude).__name__}")
-        if isinstance(formats, str) or not (formats is None or isinstance(formats, Iterable)):
+            raise TypeError("exclude must be another DateTranslation (the training "
+                            f"set) or None, got {type(exclude).__name__}")
+        if isinstance(formats, str) or not (formats is None
+                                            or isinstance(formats, Iterable)):
             raise TypeError(f"formats must be a list of format names such as "
                             f"[{next(iter(FORMATS))!r}], got {formats!r}")
         self.formats = list(FORMATS) if formats is None else list(formats)
@@ -365,7 +395,8 @@ class DateTranslation:
         if not self.formats:
             raise ValueError(f"formats is empty: expected some of {list(FORMATS)}")
         if unknown:
-            raise ValueError(f"unknown date formats {unknown}; expected some of {list(FORMATS)}")
+            raise ValueError(f"unknown date formats {unknown}; expected some of "
+                             f"{list(FORMATS)}")
         span = (LAST_DAY - FIRST_DAY).days + 1
         taken = set() if exclude is None else set(exclude.dates)
         if not 0 < n <= span - len(taken):
@@ -378,12 +409,14 @@ class DateTranslation:
             if d not in seen:
                 seen.add(d)
                 self.dates.append(d)
-        self.pairs = [(FORMATS[rng.choice(self.formats)](d), d.isoformat()) for d in self.dates]
+        self.pairs = [(FORMATS[rng.choice(self.formats)](d), d.isoformat())
+                      for d in self.dates]
         self.src_vocab, self.tgt_vocab = self.vocabs()
 
     @staticmethod
     def vocabs() -> tuple[Vocab, Vocab]:
-        """Character vocabularies over everything any format can produce (fixed order)."""
+        """Character vocabularies over everything any format can produce (fixed
+        order)."""
         words = MONTHS + MONATE + WEEKDAYS + [m[:3].lower() for m in MONTHS]
         src_chars = sorted(set("".join(words) + "0123456789 ,./-年月日"))
         return Vocab(src_chars), Vocab("0123456789-")

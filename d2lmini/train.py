@@ -30,7 +30,7 @@ class History:
         self.steps, self.seconds = 0, 0.0
         self._losses: list[float] = []          # step losses read so far
         self._pending: list[torch.Tensor] = []  # step losses not read yet (0-d tensors)
-        self._epoch_ends: list[int] = []        # number of steps at the end of each epoch
+        self._epoch_ends: list[int] = []  # number of steps at the end of each epoch
         self._epoch_loss: list[float] = []
 
     def add_step(self, loss: torch.Tensor) -> None:
@@ -76,7 +76,8 @@ class History:
 
 def _to(batch, dev):
     nb = dev.type == "cuda"  # copy while the GPU works on the previous step
-    return tuple(t.to(dev, non_blocking=nb) if isinstance(t, torch.Tensor) else t for t in batch)
+    return tuple(t.to(dev, non_blocking=nb) if isinstance(t, torch.Tensor) else t
+                 for t in batch)
 
 
 def _on_cpu(batch) -> bool:
@@ -84,7 +85,8 @@ def _on_cpu(batch) -> bool:
 
 
 def _positive_number(value, name: str, allow_zero: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value))
     if not ok or value < 0 or (value == 0 and not allow_zero):
         want = "a finite number >= 0" if allow_zero else "a finite number > 0"
         raise ValueError(f"{name} must be {want}, got {value!r}")
@@ -97,26 +99,28 @@ def _check_lrs(optimizer) -> None:
         if isinstance(lr, torch.Tensor):
             lr = lr.item() if lr.numel() == 1 else None
         if isinstance(lr, numbers.Real) and not (math.isfinite(lr) and lr >= 0):
-            raise ValueError(f"the optimizer's learning rate must be a finite number >= 0, "
-                             f"got lr={lr!r} in param group {i}")
+            raise ValueError("the optimizer's learning rate must be a finite number "
+                             f">= 0, got lr={lr!r} in param group {i}")
 
 
 def _as_batch(batch, k: int) -> tuple:
     if isinstance(batch, torch.Tensor) or not isinstance(batch, (tuple, list)):
-        what = (f"a tensor of shape {tuple(batch.shape)}" if isinstance(batch, torch.Tensor)
-                else type(batch).__name__)
-        raise TypeError(f"each batch must be a tuple (*inputs, target), e.g. (X, y), got "
-                        f"{what} as batch {k}: pair inputs and targets, e.g. "
-                        f"list(zip(X.split(32), y.split(32))) or d2l.data_iter(32, X, y)")
+        what = (f"a tensor of shape {tuple(batch.shape)}"
+                if isinstance(batch, torch.Tensor) else type(batch).__name__)
+        raise TypeError("each batch must be a tuple (*inputs, target), e.g. (X, y), "
+                        f"got {what} as batch {k}: pair inputs and targets, e.g. "
+                        "list(zip(X.split(32), y.split(32))) or "
+                        "d2l.data_iter(32, X, y)")
     if len(batch) < 2:
-        raise ValueError(f"each batch must be a tuple (*inputs, target) with at least 2 "
-                         f"items, got {len(batch)} item(s) as batch {k}")
+        raise ValueError("each batch must be a tuple (*inputs, target) with at least "
+                         f"2 items, got {len(batch)} item(s) as batch {k}")
     return tuple(batch)
 
 
 def _check_dtypes(net, inputs) -> None:
     """Floating inputs must have the parameters' dtype (float64 data into a float32
-    model would raise deep inside a layer, or silently compute in the wrong precision)."""
+    model would raise deep inside a layer, or silently compute in the wrong
+    precision)."""
     if not isinstance(net, torch.nn.Module):
         return
     p = next(net.parameters(), None)
@@ -124,17 +128,19 @@ def _check_dtypes(net, inputs) -> None:
         return
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != p.dtype:
-            raise TypeError(f"input {i} of the batch is {x.dtype} but the model's parameters "
-                            f"are {p.dtype}: convert the data (X.to({p.dtype})) or the model "
-                            f"(net.to({x.dtype}))")
+            raise TypeError(f"input {i} of the batch is {x.dtype} but the model's "
+                            f"parameters are {p.dtype}: convert the data "
+                            f"(X.to({p.dtype})) or the model (net.to({x.dtype}))")
 
 
 def _check_output_target(out, target) -> None:
     """Refuse a float target whose shape broadcasts against the output into a bigger
-    shape: (4, 1) against (4,) makes a (4, 4) loss, the mean of the wrong differences."""
+    shape: (4, 1) against (4,) makes a (4, 4) loss, the mean of the wrong
+    differences."""
     if not (isinstance(out, torch.Tensor) and isinstance(target, torch.Tensor)):
         return
-    if not (out.is_floating_point() and target.is_floating_point()) or out.shape == target.shape:
+    if (not (out.is_floating_point() and target.is_floating_point())
+            or out.shape == target.shape):
         return
     try:
         full = torch.broadcast_shapes(out.shape, target.shape)
@@ -142,9 +148,10 @@ def _check_output_target(out, target) -> None:
         return  # the loss raises its own error
     if full != out.shape or full != target.shape:
         raise ValueError(f"the model's output {tuple(out.shape)} and the target "
-                         f"{tuple(target.shape)} have different shapes that broadcast to "
-                         f"{tuple(full)}: the loss would compare every output with every "
-                         f"target; reshape one (e.g. y.reshape({tuple(out.shape)}))")
+                         f"{tuple(target.shape)} have different shapes that broadcast "
+                         f"to {tuple(full)}: the loss would compare every output with "
+                         "every target; reshape one (e.g. "
+                         f"y.reshape({tuple(out.shape)}))")
 
 
 def _raise_with_shapes(err: RuntimeError, what: str, args, step: int) -> None:
@@ -154,19 +161,21 @@ def _raise_with_shapes(err: RuntimeError, what: str, args, step: int) -> None:
     if type(err) is not RuntimeError:
         return
     shapes = ", ".join(f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
-                       if isinstance(a, torch.Tensor) else type(a).__name__ for a in args)
+                       if isinstance(a, torch.Tensor) else type(a).__name__
+                       for a in args)
     given = "output and target" if what == "the loss" else "inputs"
-    raise RuntimeError(f"{what} failed at step {step + 1} (its {given}: {shapes}): {err}") from err
+    raise RuntimeError(f"{what} failed at step {step + 1} (its {given}: {shapes}): "
+                       f"{err}") from err
 
 
 def _warn_if_not_finite(losses) -> None:
     """A loss that became NaN or inf leaves meaningless weights: say so (once)."""
     bad = next((i for i, v in enumerate(losses) if not math.isfinite(v)), None)
     if bad is not None:
-        warnings.warn(f"d2l.train: the loss is {losses[bad]} from step {bad + 1} on (of "
-                      f"{len(losses)}): training diverged (learning rate too high?) or the "
-                      f"data hold NaN/inf; the weights are not meaningful", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(f"d2l.train: the loss is {losses[bad]} from step {bad + 1} on "
+                      f"(of {len(losses)}): training diverged (learning rate too "
+                      "high?) or the data hold NaN/inf; the weights are not "
+                      "meaningful", RuntimeWarning, stacklevel=3)
 
 
 def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Tensor],
@@ -174,7 +183,8 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
           data: Iterable | Callable[[], Iterable], num_epochs: int | None = None, *,
           device: torch.device | str | None = None, scheduler=None,
           max_steps: int | None = None, max_seconds: float | None = None,
-          grad_clip: float | None = None, amp: bool = False, compile: bool | dict = False,
+          grad_clip: float | None = None, amp: bool = False,
+          compile: bool | dict = False,
           eval_fn: Callable[[], dict[str, float]] | None = None,
           callbacks: Iterable[Callable[[Any, History], None]] = (),
           progress: bool = True, desc: str = "train", sync_every: int = 50) -> History:
@@ -200,9 +210,9 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     ``history.metrics[name]``; ``callbacks``, a list of functions ``cb(net, history)``,
     run after each step.
     ``amp=True`` uses bfloat16 autocast on CUDA (no-op on CPU); ``compile=True`` runs
-    ``torch.compile(net)`` (or pass a dict of its options, e.g. ``{"mode": "max-autotune"}``).
-    The progress bar counts steps (of a known total when ``max_steps`` is set or the
-    data has a length).
+    ``torch.compile(net)`` (or pass a dict of its options, e.g.
+    ``{"mode": "max-autotune"}``).  The progress bar counts steps (of a known total when
+    ``max_steps`` is set or the data has a length).
 
     The losses stay on the device and are read every ``sync_every`` steps (progress
     bar) and at the end, so the CPU does not wait for the GPU in between (see
@@ -217,53 +227,60 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
             raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
         if v < 1:
             raise ValueError(f"{name} must be >= 1, got {v}")
-    epochs = num_epochs if num_epochs is not None else (1 if max_steps is None else None)
+    epochs = (num_epochs if num_epochs is not None
+              else (1 if max_steps is None else None))
     if max_seconds is not None:
         _positive_number(max_seconds, "max_seconds", allow_zero=True)
     if grad_clip is not None:
         _positive_number(grad_clip, "grad_clip")
     if not (hasattr(updater, "step") or callable(updater)):
-        raise TypeError(f"updater must be an optimizer or a function, got {type(updater).__name__}")
+        raise TypeError("updater must be an optimizer or a function, got "
+                        f"{type(updater).__name__}")
     if not callable(loss):
         raise TypeError(f"loss must be a function (output, target) -> loss, got "
                         f"{type(loss).__name__}")
     if not callable(net):
         raise TypeError(f"net must be a module or a function, got {type(net).__name__}")
-    if not isinstance(sync_every, int) or isinstance(sync_every, bool) or sync_every < 1:
+    if (not isinstance(sync_every, int) or isinstance(sync_every, bool)
+            or sync_every < 1):
         raise ValueError(f"sync_every must be a positive int, got {sync_every!r}")
     if eval_fn is not None and not callable(eval_fn):
-        raise TypeError(f"eval_fn must be a function () -> {{name: value}} or None, got "
-                        f"{type(eval_fn).__name__}")
+        raise TypeError(f"eval_fn must be a function () -> {{name: value}} or None, "
+                        f"got {type(eval_fn).__name__}")
     if not isinstance(compile, (bool, dict)):
-        raise TypeError(f"compile must be True, False or a dict of torch.compile options, "
-                        f"got {compile!r}")
+        raise TypeError("compile must be True, False or a dict of torch.compile "
+                        f"options, got {compile!r}")
     if callable(callbacks) or isinstance(callbacks, (str, bytes)) or not isinstance(
             callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of functions cb(net, history), got "
-                        f"{type(callbacks).__name__}: wrap one in a list, callbacks=[cb]")
+                        f"{type(callbacks).__name__}: wrap one in a list, "
+                        "callbacks=[cb]")
     callbacks = list(callbacks)
     for cb in callbacks:
         if not callable(cb):
             raise TypeError(f"each callback must be a function cb(net, history), got "
                             f"{type(cb).__name__}")
-    if isinstance(data, torch.Tensor) or not (callable(data) or isinstance(data, Iterable)):
-        raise TypeError(f"data must be a list of (*inputs, target) batches, a DataLoader or "
-                        f"a function returning an iterator of them, got {type(data).__name__}")
+    if isinstance(data, torch.Tensor) or not (callable(data)
+                                              or isinstance(data, Iterable)):
+        raise TypeError("data must be a list of (*inputs, target) batches, a "
+                        "DataLoader or a function returning an iterator of them, got "
+                        f"{type(data).__name__}")
     is_optim = hasattr(updater, "step") and hasattr(updater, "zero_grad")
     if is_optim:
         _check_lrs(updater)
     if scheduler is not None and not hasattr(scheduler, "step"):
         if not callable(scheduler):
-            raise TypeError(f"scheduler must have a .step() method or be a function step -> "
-                            f"lr multiplier, got {type(scheduler).__name__}")
+            raise TypeError("scheduler must have a .step() method or be a function "
+                            f"step -> lr multiplier, got {type(scheduler).__name__}")
         if not isinstance(updater, torch.optim.Optimizer):
-            raise TypeError("a schedule function needs a torch.optim optimizer as updater "
-                            "(its lr is what the schedule multiplies)")
+            raise TypeError("a schedule function needs a torch.optim optimizer as "
+                            "updater (its lr is what the schedule multiplies)")
         scheduler = torch.optim.lr_scheduler.LambdaLR(updater, scheduler)
     dev = torch.device(device) if device is not None else None
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if amp and dev is not None and dev.type == "cuda" else nullcontext())
-    check = getattr(net, "check_inputs", None) if dev is not None and dev.type != "cpu" else None
+    check = (getattr(net, "check_inputs", None)
+             if dev is not None and dev.type != "cpu" else None)
     options = compile if isinstance(compile, dict) else {}
     forward = torch.compile(net, **options) if compile else net
     hist, start, stop = History(), time.perf_counter(), False
@@ -285,7 +302,8 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
             if hist.steps == 0:
                 _check_dtypes(net, batch[:-1])
             if check is not None and _on_cpu(batch):
-                check(*batch[:-1])  # bad ids: a clear error here, not a device-side assert
+                # bad ids: a clear error here, not a device-side assert
+                check(*batch[:-1])
             batch = _to(batch, dev) if dev is not None else batch
             *inputs, target = batch
             if is_optim:
@@ -319,21 +337,23 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
             for cb in callbacks:
                 cb(net, hist)
             if hist.steps % sync_every == 0:
-                hist.sync()  # read the waiting losses: here the CPU waits for the device
+                # read the waiting losses: here the CPU waits for the device
+                hist.sync()
                 if progress:
                     bar.set_postfix(epoch=epoch + 1, loss=f"{hist.step_loss[-1]:.4f}",
                                     refresh=False)
             bar.update(1)
             if (max_steps is not None and hist.steps >= max_steps) or (
-                    max_seconds is not None and time.perf_counter() - start >= max_seconds):
+                    max_seconds is not None
+                    and time.perf_counter() - start >= max_seconds):
                 stop = True
                 break
         if n == 0:
             of = f" of {epochs}" if epochs is not None else ""
             raise ValueError(f"epoch {epoch + 1}{of} got no batches from data "
-                             f"(empty, or a one-shot iterator used up by an earlier epoch?): "
-                             f"pass a non-empty list, a DataLoader, or a function that "
-                             f"returns a fresh iterator")
+                             "(empty, or a one-shot iterator used up by an earlier "
+                             "epoch?): pass a non-empty list, a DataLoader, or a "
+                             f"function that returns a fresh iterator")
         hist.end_epoch()
         if eval_fn is not None:  # in eval mode (no dropout) and without a graph
             was_training = getattr(net, "training", None)

@@ -15,7 +15,8 @@ from torch import nn
 from .attention import MultiHeadAttention, check_state_dict, mha_state_dict_from_torch
 from .masks import causal_mask, padding_mask
 from .norms import LayerNorm
-from .utils import check_bool, check_device, check_dropout, check_positive_int, check_tensor
+from .utils import (check_bool, check_device, check_dropout, check_positive_int,
+                    check_tensor)
 
 
 def _compiling() -> bool:
@@ -23,7 +24,8 @@ def _compiling() -> bool:
     return bool(is_compiling and is_compiling())
 
 
-def check_token_ids(tokens: torch.Tensor, vocab_size: int, what: str = "token id") -> None:
+def check_token_ids(tokens: torch.Tensor, vocab_size: int,
+                    what: str = "token id") -> None:
     """Raise if an id in ``tokens`` is outside 0..vocab_size-1.
 
     On the CPU a direct check, which costs nothing there.  On CUDA and under
@@ -45,14 +47,14 @@ def check_token_ids(tokens: torch.Tensor, vocab_size: int, what: str = "token id
 
 
 def check_right_padded(tokens: torch.Tensor, pad_id: int, name: str) -> None:
-    """Raise if a row of ``tokens`` has a real token after a pad (left or inner padding):
-    the positional encoding counts from column 0, so such a row would be read at other
-    positions than the same tokens unpadded.  On the device (no host sync) as
+    """Raise if a row of ``tokens`` has a real token after a pad (left or inner
+    padding): the positional encoding counts from column 0, so such a row would be read
+    at other positions than the same tokens unpadded.  On the device (no host sync) as
     :func:`check_token_ids`."""
     real = tokens != pad_id
     after_pad = real[:, 1:] & ~real[:, :-1]                          # (B, T - 1)
-    msg = (f"{name} must be right-padded (pad_id={pad_id} only after the last real token, "
-           f"as d2l.pad_batch does by default)")
+    msg = (f"{name} must be right-padded (pad_id={pad_id} only after the last real "
+           f"token, as d2l.pad_batch does by default)")
     if tokens.device.type != "cuda" and not _compiling():
         if after_pad.any():
             r = int(after_pad.any(1).nonzero()[0])
@@ -77,28 +79,31 @@ class PositionalEncoding(nn.Module):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
         if d_model < 1 or max_len < 1:
-            raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and {max_len}")
+            raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and "
+                             f"{max_len}")
         check_dropout(dropout)
         self.dropout = nn.Dropout(dropout)
-        pos = torch.arange(max_len, dtype=torch.float32)[:, None]          # (max_len, 1)
+        pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
         div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
         pe = torch.zeros(max_len, d_model)
         pe[:, 0::2] = torch.sin(pos * div)
         pe[:, 1::2] = torch.cos(pos * div[: d_model // 2])
-        self.register_buffer("pe", pe[None], persistent=False)              # (1, max_len, d)
+        self.register_buffer("pe", pe[None], persistent=False)  # (1, max_len, d)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        state_dict.pop(prefix + "pe", None)  # a table saved by an older version: rebuilt here
+        # a table saved by an older version: rebuilt here
+        state_dict.pop(prefix + "pe", None)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor(x, "x", ndim=3, floating=True)  # embeddings, not token ids
         _, max_len, d = self.pe.shape
         if x.shape[2] != d:
-            raise ValueError(f"expected (B, T, d_model={d}), got shape {tuple(x.shape)}")
+            raise ValueError(f"expected (B, T, d_model={d}), got shape "
+                             f"{tuple(x.shape)}")
         if x.shape[1] > max_len:
-            raise ValueError(f"sequence length T={x.shape[1]} exceeds max_len={max_len} "
-                             f"of the positional encoding")
+            raise ValueError(f"sequence length T={x.shape[1]} exceeds "
+                             f"max_len={max_len} of the positional encoding")
         return self.dropout(x + self.pe[:, : x.shape[1]])
 
 
@@ -132,12 +137,15 @@ class LearnedPositionalEncoding(nn.Module):
 class ConcatPositionalEncoding(PositionalEncoding):
     """Concatenate instead of add: [x, PE[:T]], the sinusoidal table of width ``d_pos``.
 
-    forward(x (B, T, d_model - d_pos)) -> (B, T, d_model); buffer ``pe`` (1, max_len, d_pos).
+    forward(x (B, T, d_model - d_pos)) -> (B, T, d_model); buffer ``pe``
+    (1, max_len, d_pos).
     """
 
-    def __init__(self, d_model: int, d_pos: int, dropout: float = 0.0, max_len: int = 5000):
+    def __init__(self, d_model: int, d_pos: int, dropout: float = 0.0,
+                 max_len: int = 5000):
         if not 0 < d_pos < d_model:
-            raise ValueError(f"d_pos must be in 1..d_model-1 = {d_model - 1}, got {d_pos}")
+            raise ValueError(f"d_pos must be in 1..d_model-1 = {d_model - 1}, got "
+                             f"{d_pos}")
         super().__init__(d_pos, dropout, max_len)
         self.d_model = d_model
 
@@ -159,13 +167,16 @@ class PositionWiseFFN(nn.Module):
     (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model).
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu"):
         super().__init__()
         check_positive_int(d_model, "d_model"), check_positive_int(d_ff, "d_ff")
         check_dropout(dropout)
-        acts = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh, "sigmoid": torch.sigmoid}
+        acts = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh,
+                "sigmoid": torch.sigmoid}
         if activation not in acts:
-            raise ValueError(f"activation must be one of {sorted(acts)}, got {activation!r}")
+            raise ValueError(f"activation must be one of {sorted(acts)}, got "
+                             f"{activation!r}")
         self.activation = acts[activation]
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
@@ -174,8 +185,9 @@ class PositionWiseFFN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor(x, "x", floating=True)
         if x.shape[-1] != self.linear1.in_features:
-            raise ValueError(f"expected input (..., d_model={self.linear1.in_features}), "
-                             f"got shape {tuple(x.shape)}")
+            raise ValueError("expected input (..., "
+                             f"d_model={self.linear1.in_features}), got shape "
+                             f"{tuple(x.shape)}")
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -192,15 +204,18 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.norm_first = check_bool(norm_first, "norm_first")
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        # d_ff = 0: no FFN sub-layer at all (an ablation, chapter 9); ffn and norm2 are None
+        # d_ff = 0: no FFN sub-layer at all (an ablation, chapter 9); ffn and norm2
+        # are None
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
-        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model) if d_ff else None
+        self.norm1, self.norm2 = (LayerNorm(d_model),
+                                  LayerNorm(d_model) if d_ff else None)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _sa(self, x, mask):
         return self.dropout1(self.self_attn(x, x, x, mask))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.norm_first:
             x = x + self._sa(self.norm1(x), mask)
             return x if self.ffn is None else x + self.dropout2(self.ffn(self.norm2(x)))
@@ -221,10 +236,12 @@ class DecoderBlock(nn.Module):
         self.norm_first = check_bool(norm_first, "norm_first")
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None   # d_ff = 0: none
+        # d_ff = 0: none
+        self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
         self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
         self.norm3 = LayerNorm(d_model) if d_ff else None
-        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout)
+                                                       for _ in range(3))
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         sa = lambda y: self.dropout1(self.self_attn(y, y, y, tgt_mask))
@@ -247,11 +264,12 @@ class _Stack(nn.Module):
     ``scale_embedding=False`` drops the sqrt(d_model) factor.
     """
 
-    def __init__(self, block, vocab_size, d_model, num_layers, dropout, norm_first, max_len,
-                 pos_encoding="sinusoidal", scale_embedding=True):
+    def __init__(self, block, vocab_size, d_model, num_layers, dropout, norm_first,
+                 max_len, pos_encoding="sinusoidal", scale_embedding=True):
         super().__init__()
         if pos_encoding not in POS_ENCODINGS:
-            raise ValueError(f"pos_encoding must be one of {POS_ENCODINGS}, got {pos_encoding!r}")
+            raise ValueError(f"pos_encoding must be one of {POS_ENCODINGS}, got "
+                             f"{pos_encoding!r}")
         self.d_model, self.vocab_size = d_model, vocab_size
         self.scale = math.sqrt(d_model) if scale_embedding else 1.0
         d_tok = d_model - d_model // 2 if pos_encoding == "concat" else d_model
@@ -259,7 +277,8 @@ class _Stack(nn.Module):
         self.pos_encoding = {
             "sinusoidal": lambda: PositionalEncoding(d_model, dropout, max_len),
             "learned": lambda: LearnedPositionalEncoding(d_model, dropout, max_len),
-            "concat": lambda: ConcatPositionalEncoding(d_model, d_model // 2, dropout, max_len),
+            "concat": lambda: ConcatPositionalEncoding(d_model, d_model // 2, dropout,
+                                                       max_len),
             "none": lambda: nn.Dropout(dropout)}[pos_encoding]()
         self.blocks = nn.ModuleList(block() for _ in range(num_layers))
         # pre-norm leaves the residual stream un-normalised: add a final LayerNorm
@@ -293,7 +312,8 @@ class Decoder(_Stack):
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer.  forward(src (B, S), tgt (B, T)) -> logits (B, T, V_tgt).
+    """Encoder-decoder Transformer.  forward(src (B, S), tgt (B, T)) -> logits
+    (B, T, V_tgt).
 
     Builds the masks itself: source padding for the encoder and for cross-attention,
     target padding AND causal for the decoder's self-attention.
@@ -314,27 +334,32 @@ class Transformer(nn.Module):
                  max_len: int = 5000, pos_encoding: str = "sinusoidal",
                  scale_embedding: bool = True):
         super().__init__()
-        for name, v in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
+        for name, v in (("src_vocab_size", src_vocab_size),
+                        ("tgt_vocab_size", tgt_vocab_size),
                         ("d_model", d_model), ("num_heads", num_heads),
                         ("num_layers", num_layers), ("max_len", max_len)):
             check_positive_int(v, name)
         if not isinstance(d_ff, int) or isinstance(d_ff, bool) or d_ff < 0:
             raise ValueError(f"d_ff must be an int >= 0 (0: no FFN), got {d_ff!r}")
         if d_model % num_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+            raise ValueError(f"d_model={d_model} is not divisible by "
+                             f"num_heads={num_heads}")
         check_dropout(dropout)
         V = min(src_vocab_size, tgt_vocab_size)
-        if not isinstance(pad_id, int) or isinstance(pad_id, bool) or not 0 <= pad_id < V:
+        if (not isinstance(pad_id, int) or isinstance(pad_id, bool)
+                or not 0 <= pad_id < V):
             raise ValueError(f"pad_id must be an id in both vocabularies, 0..{V - 1}, "
                              f"got {pad_id!r}")
-        for name, v in (("norm_first", norm_first), ("scale_embedding", scale_embedding)):
+        for name, v in (("norm_first", norm_first),
+                        ("scale_embedding", scale_embedding)):
             if not isinstance(v, bool):
                 raise TypeError(f"{name} must be True or False, got {v!r}")
-        # the constructor's arguments, plain values: d2l.save stores them, d2l.load rebuilds
+        # the constructor's arguments, plain values: d2l.save stores them,
+        # d2l.load rebuilds
         self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
                            d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                           d_ff=d_ff, dropout=dropout, norm_first=norm_first, pad_id=pad_id,
-                           max_len=max_len, pos_encoding=pos_encoding,
+                           d_ff=d_ff, dropout=dropout, norm_first=norm_first,
+                           pad_id=pad_id, max_len=max_len, pos_encoding=pos_encoding,
                            scale_embedding=scale_embedding)
         self.pad_id = pad_id
         enc = lambda: EncoderBlock(d_model, num_heads, d_ff, dropout, norm_first)
@@ -347,7 +372,7 @@ class Transformer(nn.Module):
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
-        for m in self.modules():                  # a learned position table keeps its own init
+        for m in self.modules():  # a learned position table keeps its own init
             if isinstance(m, LearnedPositionalEncoding):
                 m.reset_parameters()
 
@@ -360,7 +385,8 @@ class Transformer(nn.Module):
 
     def decode(self, tgt, memory, src_mask):
         """tgt (B, T), memory (B, S, d) -> logits (B, T, V_tgt)"""
-        tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(tgt.shape[1], tgt.device)
+        tgt_mask = (padding_mask(tgt, self.pad_id)
+                    & causal_mask(tgt.shape[1], tgt.device))
         check_device(tgt, self.decoder.embedding.weight, "tgt")
         check_right_padded(tgt, self.pad_id, "tgt")
         return self.generator(self.decoder(tgt, memory, tgt_mask, src_mask))
@@ -368,7 +394,8 @@ class Transformer(nn.Module):
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         check_tensor(src, "src", ndim=2), check_tensor(tgt, "tgt", ndim=2)
         if src.shape[0] != tgt.shape[0]:
-            raise ValueError(f"src and tgt batch sizes differ: {src.shape[0]} vs {tgt.shape[0]}")
+            raise ValueError(f"src and tgt batch sizes differ: {src.shape[0]} vs "
+                             f"{tgt.shape[0]}")
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
 
@@ -393,8 +420,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     if not all(hasattr(model, a) for a in ("encode", "decode", "decoder", "pad_id")):
         hint = " (for a GPT use d2l.generate(model, prompt, ...))" if hasattr(
             model, "blocks") else ""
-        raise TypeError(f"greedy_decode needs an encoder-decoder model with encode() and "
-                        f"decode(), such as d2l.Transformer or d2l.GRUSeq2Seq, got "
+        raise TypeError("greedy_decode needs an encoder-decoder model with encode() "
+                        f"and decode(), such as d2l.Transformer or d2l.GRUSeq2Seq, got "
                         f"{type(model).__name__}{hint}")
     check_positive_int(max_len, "max_len")
     V = model.decoder.vocab_size
@@ -402,20 +429,20 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < V:
             raise ValueError(f"{name} must be an id in 0..{V - 1}, got {i!r}")
         if i == model.pad_id:
-            raise ValueError(f"{name}={i} is the model's pad id: the decoder would mask it "
-                             f"out (Vocab's ids are bos_id=1, eos_id=2)")
+            raise ValueError(f"{name}={i} is the model's pad id: the decoder would "
+                             f"mask it out (Vocab's ids are bos_id=1, eos_id=2)")
     check_tensor(src, "src", ndim=2)
     was_training = model.training
     model.eval()
     try:
-        memory, src_mask = model.encode(src)                             # once: (B, S, d)
+        memory, src_mask = model.encode(src)  # once: (B, S, d)
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
             logits = model.decode(ys, memory, src_mask)[:, -1]          # (B, V)
             if torch.isnan(logits).any():
-                raise ValueError("the model's logits are NaN (diverged training, or NaN "
-                                 "weights?): there is no most likely token to pick")
+                raise ValueError("the model's logits are NaN (diverged training, or "
+                                 "NaN weights?): there is no most likely token to pick")
             next_id = logits.argmax(-1)                                  # (B,)
             next_id = next_id.masked_fill(done, model.pad_id)    # finished rows: pad
             ys = torch.cat([ys, next_id[:, None]], dim=1)        # (B, t + 1)
@@ -459,8 +486,9 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     bad = keep & ((target < 0) | (target >= V))
     if target.device.type != "cuda" and not _compiling():
         if bad.any():
-            raise ValueError(f"target ids must be in 0..{V - 1} (or ignore_index={ignore_index}), "
-                             f"got {int(target[keep].min())}..{int(target[keep].max())}")
+            raise ValueError(f"target ids must be in 0..{V - 1} (or "
+                             f"ignore_index={ignore_index}), got "
+                             f"{int(target[keep].min())}..{int(target[keep].max())}")
     else:  # validated on the device: no host sync per step (see check_token_ids)
         torch._assert_async(~bad.any(), f"target ids must be in 0..{V - 1} "
                                         f"(or ignore_index={ignore_index})")
@@ -473,15 +501,16 @@ def label_smoothing_cross_entropy(logits: torch.Tensor, target: torch.Tensor,
 
 def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int | None = 0,
                   label_smoothing: float = 0.0) -> torch.Tensor:
-    """Mean cross-entropy of a batch of sequences, over the targets that are not padding.
+    """Mean cross-entropy of a batch of sequences, over the targets that are not
+    padding.
 
-    logits (B, T, V) float, targets (B, T) integer ids -> scalar.  Positions whose target
-    is ``pad_id`` (``Vocab``'s is 0) count for nothing, so padding a batch further does
-    not change the loss; ``pad_id=None`` counts every position.  ``label_smoothing``
-    in [0, 1] (the paper uses 0.1) is :func:`label_smoothing_cross_entropy`'s.  Use it
-    as ``loss`` in ``d2l.train`` for a ``Transformer`` (``(src, tgt_in, tgt_out)``
-    batches) or a ``GPT`` (``(x, y)`` batches).  A batch whose targets are all padding
-    gives nan (nothing to average).
+    logits (B, T, V) float, targets (B, T) integer ids -> scalar.  Positions whose
+    target is ``pad_id`` (``Vocab``'s is 0) count for nothing, so padding a batch
+    further does not change the loss; ``pad_id=None`` counts every position.
+    ``label_smoothing`` in [0, 1] (the paper uses 0.1) is
+    :func:`label_smoothing_cross_entropy`'s.  Use it as ``loss`` in ``d2l.train`` for a
+    ``Transformer`` (``(src, tgt_in, tgt_out)`` batches) or a ``GPT`` (``(x, y)``
+    batches).  A batch whose targets are all padding gives nan (nothing to average).
     """
     check_tensor(logits, "logits", ndim=3, floating=True)
     check_tensor(targets, "targets", ndim=2)
@@ -490,10 +519,13 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int | Non
                          f"{tuple(logits.shape)}, targets {tuple(targets.shape)}")
     if pad_id is not None and (not isinstance(pad_id, int) or isinstance(pad_id, bool)):
         raise TypeError(f"pad_id must be an int id or None, got {pad_id!r}")
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
-        raise TypeError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
+    if (isinstance(label_smoothing, bool)
+            or not isinstance(label_smoothing, (int, float))):
+        raise TypeError("label_smoothing must be a number in [0, 1], got "
+                        f"{label_smoothing!r}")
     ignore = -100 if pad_id is None else pad_id
-    return label_smoothing_cross_entropy(logits, targets, float(label_smoothing), ignore)
+    return label_smoothing_cross_entropy(logits, targets, float(label_smoothing),
+                                         ignore)
 
 
 def state_dict_from_torch(state_dict: dict) -> dict:

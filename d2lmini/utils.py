@@ -30,7 +30,8 @@ def set_seed(seed: int) -> None:
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
-    """Raise a clear ValueError unless ``value`` is an int (not a bool) >= ``minimum``."""
+    """Raise a clear ValueError unless ``value`` is an int (not a bool) >=
+    ``minimum``."""
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         want = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise ValueError(f"{name} must be {want}, got {value!r}")
@@ -63,8 +64,9 @@ def check_device(x: torch.Tensor, weight: torch.Tensor, name: str) -> None:
     """Raise a clear ValueError unless ``x`` is on the device of a model's ``weight``
     (a check of metadata: no host sync)."""
     if x.device != weight.device:
-        raise ValueError(f"{name} is on {x.device} but the model is on {weight.device}: "
-                         f"move one of them, e.g. {name}.to({str(weight.device)!r})")
+        raise ValueError(f"{name} is on {x.device} but the model is on "
+                         f"{weight.device}: move one of them, e.g. "
+                         f"{name}.to({str(weight.device)!r})")
 
 
 def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
@@ -86,8 +88,8 @@ def show_source(obj) -> None:
     """Show the source of a d2lmini function or class.
 
     Chapters use it to show the package version of what they just derived.  In IPython
-    or Jupyter the source is displayed highlighted; in plain Python (IPython is optional)
-    it is printed as text.
+    or Jupyter the source is displayed highlighted; in plain Python (IPython is
+    optional) it is printed as text.
     """
     import inspect
 

@@ -34,9 +34,9 @@ def head_colors(h: int) -> list[str]:
 
 
 def view_data(attn, src_tokens=None, tgt_tokens=None, *, masks=None) -> dict:
-    """Every (kind, layer, example) of ``attn`` as the views draw it: for each, the query
-    and key labels and one panel (T_q, T_k) per head, masked cells flagged.  What each
-    setting shows is :func:`attention_view`'s (with ``head="all"``).
+    """Every (kind, layer, example) of ``attn`` as the views draw it: for each, the
+    query and key labels and one panel (T_q, T_k) per head, masked cells flagged.  What
+    each setting shows is :func:`attention_view`'s (with ``head="all"``).
 
     -> {"kinds": {kind: {"L", "B", "h"}}, "views": {"kind|layer|example": {"title",
     "q", "k", "heads"}}, "panels", "masks", "labels"} (deduplicated; weights in
@@ -44,9 +44,9 @@ def view_data(attn, src_tokens=None, tgt_tokens=None, *, masks=None) -> dict:
     maps = as_attention_maps(attn, masks)
     total = sum(int(np.prod(w.shape)) for w in maps.values())
     if total > MAX_VALUES:
-        raise ValueError(f"{total:,} attention weights are too many for one page (at most "
-                         f"{MAX_VALUES:,}); select fewer examples or layers, e.g. "
-                         f"collect_attention(model, src[:4])")
+        raise ValueError(f"{total:,} attention weights are too many for one page "
+                         f"(at most {MAX_VALUES:,}); select fewer examples or layers, "
+                         f"e.g. collect_attention(model, src[:4])")
     table, views, kinds = PanelTable(), {}, {}
     for kind, w in maps.items():
         L, B, h = w.shape[:3]
@@ -63,8 +63,8 @@ def view_data(attn, src_tokens=None, tgt_tokens=None, *, masks=None) -> dict:
                     "k": table.label(v["xlabels"] or [str(i) for i in range(Tk)]),
                     "heads": [table.panel(v["values"][i], None if m is None else m[i])
                               for i in range(n)]}
-    return {"kinds": kinds, "views": views, "panels": table.panels, "masks": table.masks,
-            "labels": table.labels}
+    return {"kinds": kinds, "views": views, "panels": table.panels,
+            "masks": table.masks, "labels": table.labels}
 
 
 def _state(data: dict, kind, layer, example) -> dict:
@@ -74,7 +74,8 @@ def _state(data: dict, kind, layer, example) -> dict:
         raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
     L, B = kinds[kind]["L"], kinds[kind]["B"]
     if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
-        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), got {layer!r}")
+        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), "
+                         f"got {layer!r}")
     if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
         raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
     return {"kind": kind, "layer": int(layer) % L, "example": int(example)}
@@ -90,8 +91,8 @@ class View:
         self.data, self.state = data, state
 
     def html(self) -> str:
-        return page_html("views", "d2lviews", self.kind, {**self.data, "state": self.state},
-                         "d2l-view")
+        return page_html("views", "d2lviews", self.kind,
+                         {**self.data, "state": self.state}, "d2l-view")
 
     def _repr_html_(self) -> str:
         return self.html()
@@ -111,20 +112,23 @@ class ModelView(View):
     kind = "model"
 
 
-def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str | None = None,
-              layer: int = 0, example: int = 0, heads=None) -> HeadView:
-    """Queries on the left, keys on the right, a line per (query, key, head) whose opacity
-    is the weight; one colour per head.  In the page: hover or tap a token to keep only
-    its lines (tap again to let go), hover a line for its exact weight, toggle heads,
-    switch layer, example and kind.  ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as
-    in :func:`d2lmini.attention_explorer`; ``heads``: the heads shown first (all)."""
+def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None,
+              kind: str | None = None, layer: int = 0, example: int = 0,
+              heads=None) -> HeadView:
+    """Queries on the left, keys on the right, a line per (query, key, head) whose
+    opacity is the weight; one colour per head.  In the page: hover or tap a token to
+    keep only its lines (tap again to let go), hover a line for its exact weight,
+    toggle heads, switch layer, example and kind.
+    ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as in
+    :func:`d2lmini.attention_explorer`; ``heads``: the heads shown first (all)."""
     data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
     state = _state(data, kind, layer, example)
     h = data["kinds"][state["kind"]]["h"]
     given = heads
     ints = isinstance(heads, (list, tuple, range)) and all(
         isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in heads)
-    heads = list(range(h)) if heads is None else [int(x) for x in heads] if ints else None
+    heads = (list(range(h)) if heads is None
+             else [int(x) for x in heads] if ints else None)
     if heads is None or not heads or any(not 0 <= x < h for x in heads):
         raise ValueError(f"heads must be a non-empty list of ints in [0, {h - 1}], "
                          f"got {given!r}")
@@ -132,8 +136,9 @@ def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str |
     return HeadView(data, {**state, "heads": heads})
 
 
-def model_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str | None = None,
-               example: int = 0, open: tuple[int, int] | None = None,
+def model_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None,
+               kind: str | None = None, example: int = 0,
+               open: tuple[int, int] | None = None,
                cmap: str = "Reds") -> ModelView:
     """Every layer (rows) and head (columns) as a small heatmap of one example; click
     (or tap) one to open it large, where the pointer reads the exact weight.
@@ -145,8 +150,9 @@ def model_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None, kind: str 
         k = data["kinds"][state["kind"]]
         if (not isinstance(open, (tuple, list)) or len(open) != 2
                 or not 0 <= open[0] < k["L"] or not 0 <= open[1] < k["h"]):
-            raise ValueError(f"open must be (layer, head) with layer in [0, {k['L'] - 1}] and "
-                             f"head in [0, {k['h'] - 1}], got {open!r}")
+            raise ValueError(f"open must be (layer, head) with layer in "
+                             f"[0, {k['L'] - 1}] and head in [0, {k['h'] - 1}], "
+                             f"got {open!r}")
         open = [int(open[0]), int(open[1])]
     data["lut"] = lut(cmap, 128)
     return ModelView(data, {**state, "open": open})

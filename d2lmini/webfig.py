@@ -23,22 +23,28 @@ from .plot import _np
 def asset(name: str) -> str:
     """The text of one of the package's static files (``d2lmini/static/<name>``): the
     JavaScript and CSS that draw the figures in the page."""
-    return resources.files("d2lmini").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("d2lmini").joinpath("static", name).read_text(
+        encoding="utf-8")
 
 
 def page_html(script: str, call: str, kind: str, data: dict, cls: str) -> str:
-    """One self-contained HTML output: a container, the CSS and script (each defined once
-    per page; ``data-d2l-asset`` names the package file, so the book can load that file
-    once instead, see _ext/d2lbook.py), the numbers and the call that draws them,
-    deferred until the script is defined.  ``call``: the drawing function's global."""
+    """One self-contained HTML output: a container, the CSS and script (each defined
+    once per page; ``data-d2l-asset`` names the package file, so the book can load that
+    file once instead, see _ext/d2lbook.py), the numbers and the call that draws them,
+    deferred until the script is defined.  ``call``: the drawing function's
+    global."""
     fid = cls + "-" + uuid.uuid4().hex[:12]
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    return (f'<div class="{cls}" id="{fid}" data-{cls.replace("-", "")}="{kind}"></div>\n'
+    payload = json.dumps(data, separators=(",", ":"),
+                         allow_nan=False).replace("</", "<\\/")
+    return (f'<div class="{cls}" id="{fid}" '
+            f'data-{cls.replace("-", "")}="{kind}"></div>\n'
             f'<style data-d2l-asset="{script}.css">{asset(script + ".css")}</style>\n'
             f'<script data-d2l-asset="{script}.js">{asset(script + ".js")}</script>\n'
-            f"<script>(function(){{var go=function(){{var r=document.getElementById('{fid}');"
+            f"<script>(function(){{var go=function(){{"
+            f"var r=document.getElementById('{fid}');"
             f"if(r&&!r.firstChild)window.{call}.{kind}(r,{payload});}};"
-            f"if(window.{call})go();else document.addEventListener('DOMContentLoaded',go);}})();"
+            f"if(window.{call})go();"
+            f"else document.addEventListener('DOMContentLoaded',go);}})();"
             f"</script>")
 
 
@@ -83,7 +89,8 @@ class PanelTable:
             v = np.where(np.asarray(mask, bool), v, 0.0)
         finite = v[np.isfinite(v)]
         if finite.size and finite.min() >= 0 and finite.max() <= 1:
-            vals = [None if not np.isfinite(x) else int(round(x * 1000)) for x in v.ravel()]
+            vals = [None if not np.isfinite(x) else int(round(x * 1000))
+                    for x in v.ravel()]
             scale = 1000
         else:
             vals, scale = _round(v), 1

@@ -42,16 +42,19 @@ def ipywidgets_or_none():
 def in_kernel() -> bool:
     """True inside a Jupyter or Colab kernel (a frontend may render widgets and
     display updates); False in plain Python, terminal IPython and test runs."""
-    ipython = sys.modules.get("IPython")  # a kernel has imported it; don't import it here
+    # a kernel has imported it; don't import it here
+    ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def figure_png(fig, dpi: float | None = None, tight: bool = True) -> bytes:
     """Render a figure to PNG bytes; a small ``dpi`` keeps embedded outputs small.
-    ``tight=False`` keeps the figure's own size (faster; equal-size animation frames)."""
+    ``tight=False`` keeps the figure's own size (faster; equal-size animation
+    frames)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi or fig.dpi, bbox_inches="tight" if tight else None)
+    fig.savefig(buf, format="png", dpi=dpi or fig.dpi,
+                bbox_inches="tight" if tight else None)
     return buf.getvalue()
 
 
@@ -85,20 +88,23 @@ def _grid(h: int) -> tuple[int, int]:
 
 
 def _select(maps: AttentionMaps, kind, layer, head, example):
-    """Validate the selection; -> (weights (h|1, T_q, T_k), mask of the same shape or None,
-    kind, layer index)."""
+    """Validate the selection; -> (weights (h|1, T_q, T_k), mask of the same shape or
+    None, kind, layer index)."""
     if kind is None:
         kind = next(iter(maps))
     if kind not in maps:
         raise ValueError(f"kind must be one of {list(maps)}, got {kind!r}")
     L, B, h = maps[kind].shape[:3]
     if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
-        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), got {layer!r}")
+        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), "
+                         f"got {layer!r}")
     if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
         raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
     if not (head in ("all", "mean") or (isinstance(head, (int, np.integer))
-                                         and not isinstance(head, bool) and 0 <= head < h)):
-        raise ValueError(f"head must be 'all', 'mean' or an int in [0, {h - 1}], got {head!r}")
+                                         and not isinstance(head, bool)
+                                         and 0 <= head < h)):
+        raise ValueError(f"head must be 'all', 'mean' or an int in [0, {h - 1}], "
+                         f"got {head!r}")
     layer = int(layer) % L
     w = maps[kind][layer, example]                                  # (h, T_q, T_k)
     m = maps.masks.get(kind)
@@ -110,8 +116,9 @@ def _select(maps: AttentionMaps, kind, layer, head, example):
     return w, m, kind, layer
 
 
-def attention_view(attn, kind: str | None = None, layer: int = 0, head: int | str = "all",
-                   example: int = 0, *, src_tokens=None, tgt_tokens=None, masks=None) -> dict:
+def attention_view(attn, kind: str | None = None, layer: int = 0,
+                   head: int | str = "all", example: int = 0, *, src_tokens=None,
+                   tgt_tokens=None, masks=None) -> dict:
     """What one setting of the attention explorer shows: the one function that decides
     it, for the matplotlib figure and for the page's JavaScript alike.
 
@@ -134,8 +141,9 @@ def attention_view(attn, kind: str | None = None, layer: int = 0, head: int | st
             "xlabels": xlabels, "ylabels": ylabels}
 
 
-def attention_figure(attn, kind: str | None = None, layer: int = 0, head: int | str = "all",
-                     example: int = 0, *, src_tokens=None, tgt_tokens=None, masks=None,
+def attention_figure(attn, kind: str | None = None, layer: int = 0,
+                     head: int | str = "all", example: int = 0, *, src_tokens=None,
+                     tgt_tokens=None, masks=None,
                      cmap: str = "Reds", vmax: float | None = None, width: float = 8.0,
                      height: float = 5.0):
     """Heatmap(s) of one kind/layer/example of attention; ``head`` an int, "all" (a grid
@@ -154,7 +162,8 @@ def attention_figure(attn, kind: str | None = None, layer: int = 0, head: int | 
     rows, cols = v["grid"]
     cell = max(0.13, min(0.35, (width - 0.8 - 0.9 * cols) / (cols * Tk),
                          (height - 0.7 * rows) / (rows * Tq)))
-    fig = show_heatmaps(w.reshape(rows, cols, Tq, Tk), v["xlabels"], v["ylabels"], v["titles"],
+    fig = show_heatmaps(w.reshape(rows, cols, Tq, Tk), v["xlabels"], v["ylabels"],
+                        v["titles"],
                         mask=None if m is None else m.reshape(rows, cols, Tq, Tk),
                         cmap=cmap, vmax=vmax, cell_size=cell)
     font = max(7.0, min(9.0, cell * 72 * 0.8))
@@ -181,11 +190,15 @@ def attention_html(attn, src_tokens=None, tgt_tokens=None, *, masks=None, state=
                                        src_tokens=src_tokens, tgt_tokens=tgt_tokens)
                     m = v["mask"]
                     views[f"{kind}|{layer}|{head}|{example}"] = {
-                        "title": v["title"], "grid": list(v["grid"]), "titles": v["titles"],
-                        "panels": [table.panel(v["values"][i], None if m is None else m[i])
+                        "title": v["title"], "grid": list(v["grid"]),
+                        "titles": v["titles"],
+                        "panels": [table.panel(v["values"][i],
+                                               None if m is None else m[i])
                                    for i in range(len(v["values"]))],
-                        "xlabels": table.label(v["xlabels"]), "ylabels": table.label(v["ylabels"])}
-    state = dict(state or {"kind": next(iter(maps)), "layer": 0, "head": "all", "example": 0})
+                        "xlabels": table.label(v["xlabels"]),
+                        "ylabels": table.label(v["ylabels"])}
+    state = dict(state or {"kind": next(iter(maps)), "layer": 0, "head": "all",
+                           "example": 0})
     state["layer"] = int(state["layer"]) % kinds[state["kind"]]["L"]
     return webfig.html("attention", {
         "state": state, "kinds": kinds, "views": views, "panels": table.panels,
@@ -194,8 +207,8 @@ def attention_html(attn, src_tokens=None, tgt_tokens=None, *, masks=None, state=
 
 
 # ------------------------------------------------------------------ positional encoding
-def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = (4, 5, 6, 7),
-              figsize=(9, 2.8)):
+def pe_figure(d_model: int = 32, num_positions: int = 50,
+              dims: Sequence[int] = (4, 5, 6, 7), figsize=(9, 2.8)):
     """Sinusoidal positional encoding in three panels -> Figure:
     the encoding (positions x dims), the chosen dims as curves over position, and the
     dot products PE(i) . PE(j), which depend only on the distance i - j."""
@@ -204,19 +217,24 @@ def pe_figure(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = 
             raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
     if isinstance(dims, (str, bytes)) or not all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
-        raise ValueError(f"dims must be a list of ints in [0, {d_model - 1}], got {dims!r}")
+        raise ValueError(f"dims must be a list of ints in [0, {d_model - 1}], "
+                         f"got {dims!r}")
     dims = [int(d) for d in dims]
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad:
-        raise ValueError(f"dims must lie in [0, {d_model - 1}] for d_model={d_model}, got {bad}")
-    P = PositionalEncoding(int(d_model), max_len=int(num_positions)).pe[0].numpy()  # (n, d)
+        raise ValueError(f"dims must lie in [0, {d_model - 1}] for d_model={d_model}, "
+                         f"got {bad}")
+    P = PositionalEncoding(int(d_model),
+                           max_len=int(num_positions)).pe[0].numpy()  # (n, d)
     fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=figsize, layout="constrained")
-    im = ax0.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    im = ax0.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto",
+                    interpolation="nearest")
     ax0.set(xlabel="dimension", ylabel="position", title="PE(pos, dim)")
     fig.colorbar(im, ax=ax0, shrink=0.8)
     for d in dims:
         ax1.plot(np.arange(num_positions), P[:, d], label=f"dim {d}")
-    ax1.set(xlabel="position", ylabel="value", title="chosen dimensions", ylim=(-1.1, 1.1))
+    ax1.set(xlabel="position", ylabel="value", title="chosen dimensions",
+            ylim=(-1.1, 1.1))
     if dims:  # below the curves, never over them
         ax1.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28),
                    ncol=min(4, len(dims)), frameon=False)
@@ -248,6 +266,14 @@ class Explorer:
         self._out = self._widget = None
         self._built = self._syncing = False
 
+    def _merged(self, state: dict) -> dict:
+        """The state with the settings in ``state`` changed; unknown ones refused."""
+        unknown = set(state) - set(self.state)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)}; "
+                             f"expected {list(self.state)}")
+        return {**self.state, **state}
+
     # the ipywidgets version, built on first use (no comm is opened before)
     @property
     def widget(self):
@@ -274,7 +300,8 @@ class Explorer:
         try:  # no comm (e.g. ipywidgets 7 outside a kernel): static figure only
             controls = self._make_controls(widgets)
             out = widgets.Output()
-            wide = [c for c in controls.values() if isinstance(c, widgets.ToggleButtons)]
+            wide = [c for c in controls.values()
+                    if isinstance(c, widgets.ToggleButtons)]
             small = [c for c in controls.values() if c not in wide]
             box = widgets.VBox(wide + [widgets.HBox(small), out])
         except Exception:
@@ -298,7 +325,8 @@ class Explorer:
                 if name in self._controls:
                     for attr, v in values.items():
                         setattr(self._controls[name], attr, v)
-                        if attr == "disabled":  # a control that cannot move is not shown
+                        # a control that cannot move is not shown
+                        if attr == "disabled":
                             self._controls[name].layout.display = "none" if v else ""
         finally:
             self._syncing = False
@@ -308,7 +336,8 @@ class Explorer:
             width = int.from_bytes(self.png[16:20], "big") // 2  # stored at 2x: sharp
             self._out.outputs = ({"output_type": "display_data",
                                   "metadata": {"image/png": {"width": width}},
-                                  "data": {"image/png": _b64(self.png), "text/plain": repr(self)}},)
+                                  "data": {"image/png": _b64(self.png),
+                                           "text/plain": repr(self)}},)
 
     def _redraw(self, fig=None) -> None:
         fig = self._draw() if fig is None else fig
@@ -331,11 +360,13 @@ class Explorer:
 
 class AttentionExplorer(Explorer):
     """Attention heatmaps with controls for kind, layer, head ("all", "mean" or one) and
-    example.  ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as in :func:`attention_figure`.
+    example.  ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as in
+    :func:`attention_figure`.
 
-        ex = AttentionExplorer(d2l.collect_attention(model, src, tgt), src_tokens, tgt_tokens)
-        ex                       # last line of a cell: the widget (or the static figure)
-        ex.update(head=1)        # from code; ex.figure is the current Figure
+        ex = AttentionExplorer(d2l.collect_attention(model, src, tgt), src_tokens,
+                               tgt_tokens)
+        ex                   # last line of a cell: the widget (or the static figure)
+        ex.update(head=1)    # from code; ex.figure is the current Figure
     """
 
     def __init__(self, attn, src_tokens=None, tgt_tokens=None, *, masks=None,
@@ -346,8 +377,8 @@ class AttentionExplorer(Explorer):
         self.maps = as_attention_maps(attn, masks)
         self.tokens, self.width = (src_tokens, tgt_tokens), width
         self.vmax, self.cmap = vmax, cmap  # vmax=1.0: one colour scale for every view
-        self.state = {"kind": kind or next(iter(self.maps)), "layer": layer, "head": head,
-                      "example": example}
+        self.state = {"kind": kind or next(iter(self.maps)), "layer": layer,
+                      "head": head, "example": example}
         _select(self.maps, **self.state)  # fail early on a bad initial state
         self.update()
 
@@ -357,20 +388,21 @@ class AttentionExplorer(Explorer):
                                      description="attention")
         return {"kind": kind,
                 "layer": widgets.IntSlider(description="layer", continuous_update=False,
-                                           style=s, layout=widgets.Layout(width="200px")),
+                                           style=s,
+                                           layout=widgets.Layout(width="200px")),
                 "head": widgets.Dropdown(description="head", style=s,
                                          layout=widgets.Layout(width="160px")),
-                "example": widgets.IntSlider(description="example", continuous_update=False,
-                                             style=s, layout=widgets.Layout(width="220px"))}
+                "example": widgets.IntSlider(description="example",
+                                             continuous_update=False, style=s,
+                                             layout=widgets.Layout(width="220px"))}
 
     def update(self, **state):
         """Change any of kind, layer, head, example; redraw; -> the new Figure."""
-        unknown = set(state) - set(self.state)
-        if unknown:
-            raise ValueError(f"unknown setting(s) {sorted(unknown)}; expected {list(self.state)}")
-        new = {**self.state, **state}
-        L, B, h = self.maps[new["kind"]].shape[:3] if new["kind"] in self.maps else (1, 1, 1)
-        if "kind" in state and state["kind"] != self.state["kind"]:  # clamp to the new kind
+        new = self._merged(state)
+        L, B, h = (self.maps[new["kind"]].shape[:3] if new["kind"] in self.maps
+                   else (1, 1, 1))
+        # clamp to the new kind
+        if "kind" in state and state["kind"] != self.state["kind"]:
             new["layer"] = min(new["layer"], L - 1)
             new["example"] = min(new["example"], B - 1)
             if new["head"] not in ("all", "mean") and new["head"] >= h:
@@ -383,10 +415,13 @@ class AttentionExplorer(Explorer):
     def _control_values(self) -> dict:
         s = self.state
         L, B, h = self.maps[s["kind"]].shape[:3]
-        return {"layer": {"max": max(L - 1, 0), "value": s["layer"], "disabled": L == 1},
-                "example": {"max": max(B - 1, 0), "value": s["example"], "disabled": B == 1},
+        return {"layer": {"max": max(L - 1, 0), "value": s["layer"],
+                          "disabled": L == 1},
+                "example": {"max": max(B - 1, 0), "value": s["example"],
+                            "disabled": B == 1},
                 "head": {"options": [("all heads", "all"), ("mean", "mean")]
-                                    + [(str(i), i) for i in range(h)], "value": s["head"],
+                                    + [(str(i), i) for i in range(h)],
+                         "value": s["head"],
                          "disabled": h == 1},                 # one head: all = mean = 0
                 "kind": {"value": s["kind"], "disabled": len(self.maps) == 1}}
 
@@ -411,15 +446,19 @@ class PEExplorer(Explorer):
                  max_positions: int = 200, dpi: float = 80):
         super().__init__(dpi)
         self.limits = (max_d_model, max_positions)
-        self.state = {"d_model": d_model, "num_positions": num_positions, "dims": tuple(dims)}
+        self.state = {"d_model": d_model, "num_positions": num_positions,
+                      "dims": tuple(dims)}
         self.update()
 
     def _make_controls(self, widgets) -> dict:
         s, (max_d, max_n) = {"description_width": "initial"}, self.limits
-        return {"d_model": widgets.IntSlider(min=2, max=max(max_d, self.state["d_model"]),
+        return {"d_model": widgets.IntSlider(min=2,
+                                             max=max(max_d, self.state["d_model"]),
                                              step=2, description="d_model", style=s,
                                              continuous_update=False),
-                "num_positions": widgets.IntSlider(min=2, max=max(max_n, self.state["num_positions"]),
+                "num_positions": widgets.IntSlider(min=2,
+                                                   max=max(max_n,
+                                                           self.state["num_positions"]),
                                                    description="positions", style=s,
                                                    continuous_update=False),
                 "dims": widgets.SelectMultiple(description="dims", rows=5, style=s,
@@ -427,13 +466,11 @@ class PEExplorer(Explorer):
 
     def update(self, **state):
         """Change any of d_model, num_positions, dims; redraw; -> the new Figure."""
-        unknown = set(state) - set(self.state)
-        if unknown:
-            raise ValueError(f"unknown setting(s) {sorted(unknown)}; expected {list(self.state)}")
-        new = {**self.state, **state}
+        new = self._merged(state)
         d = new["d_model"]
         if "d_model" in state and "dims" not in state:  # keep the dims that still exist
-            new["dims"] = tuple(x for x in new["dims"] if x < d) or tuple(range(min(4, d)))
+            new["dims"] = (tuple(x for x in new["dims"] if x < d)
+                           or tuple(range(min(4, d))))
         new["dims"] = tuple(int(x) for x in new["dims"])
         fig = pe_figure(**new)  # validates before anything changes
         self.state = new
@@ -442,7 +479,8 @@ class PEExplorer(Explorer):
 
     def _control_values(self) -> dict:
         s = self.state
-        return {"d_model": {"value": s["d_model"]}, "num_positions": {"value": s["num_positions"]},
+        return {"d_model": {"value": s["d_model"]},
+                "num_positions": {"value": s["num_positions"]},
                 "dims": {"options": list(range(s["d_model"])), "value": s["dims"]}}
 
     def html(self) -> str:
@@ -453,19 +491,22 @@ class PEExplorer(Explorer):
         return webfig.html("pe", {
             "state": {"d_model": s["d_model"], "num_positions": s["num_positions"],
                       "dims": list(s["dims"])},
-            "max_d_model": max(max_d, s["d_model"]), "max_positions": max(max_n, s["num_positions"]),
-            "luts": {"pe": webfig.lut("RdBu_r", 128), "dot": webfig.lut("viridis", 128)}})
+            "max_d_model": max(max_d, s["d_model"]),
+            "max_positions": max(max_n, s["num_positions"]),
+            "luts": {"pe": webfig.lut("RdBu_r", 128),
+                     "dot": webfig.lut("viridis", 128)}})
 
     def _draw(self):
         return pe_figure(**self.state)
 
 
-def attention_explorer(attn, src_tokens=None, tgt_tokens=None, **kwargs) -> AttentionExplorer:
+def attention_explorer(attn, src_tokens=None, tgt_tokens=None,
+                       **kwargs) -> AttentionExplorer:
     """:class:`AttentionExplorer` (widget in Jupyter/Colab, static figure elsewhere)."""
     return AttentionExplorer(attn, src_tokens, tgt_tokens, **kwargs)
 
 
-def pe_explorer(d_model: int = 32, num_positions: int = 50, dims: Sequence[int] = (4, 5, 6, 7),
-                **kwargs) -> PEExplorer:
+def pe_explorer(d_model: int = 32, num_positions: int = 50,
+                dims: Sequence[int] = (4, 5, 6, 7), **kwargs) -> PEExplorer:
     """:class:`PEExplorer` (widget in Jupyter/Colab, static figure elsewhere)."""
     return PEExplorer(d_model, num_positions, dims, **kwargs)

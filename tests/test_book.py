@@ -304,6 +304,14 @@ def test_code_fits_88_columns(nb):
     assert not long, f"{len(long)} code lines longer than 88 columns, e.g. {long[0]!r}"
 
 
+def test_package_source_fits_88_columns():
+    """Chapters print the package's source (d2l.show_source): it fits the page as chapter
+    code does."""
+    long = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "d2lmini").rglob("*.py"))
+            for i, l in enumerate(p.read_text().splitlines(), 1) if len(l) > 88]
+    assert not long, f"{len(long)} package lines longer than 88 columns: {long[:5]}"
+
+
 def test_printed_lines_fit_88_columns(nb):
     """What a cell prints fits the page as its code does (88 columns): a desktop reader
     sees every output line whole, without a sideways scroll."""

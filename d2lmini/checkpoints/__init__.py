@@ -1,8 +1,9 @@
 """Small trained models shipped with the package, and what they need to be read.
 
 ``shakespeare_char.pt``: a character-level :class:`d2lmini.GPT` trained on tiny
-Shakespeare (``d2lmini/corpus/tinyshakespeare.txt``) by ``make_shakespeare.py`` in this
-folder; the last 10 % of the text is held out.  ``load_shakespeare()`` -> (model, vocab).
+Shakespeare (``d2lmini/corpus/tinyshakespeare.txt``) by ``make_shakespeare.py`` in
+this folder; the last 10 % of the text is held out.  ``load_shakespeare()`` -> (model,
+vocab).
 """
 from __future__ import annotations
 
@@ -75,6 +76,15 @@ def heldout_loss(model, vocab: CharVocab, text: str, max_windows: int | None = N
     return total / (n * T)
 
 
+def read_checkpoint(name: str, path=None) -> dict:
+    """The dict a ``make_*.py`` script saved (config, state_dict, chars, train): the
+    shipped file ``name``, or the file at ``path`` when one is given."""
+    if path is not None:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    with resources.as_file(resources.files("d2lmini") / "checkpoints" / name) as p:
+        return torch.load(p, map_location="cpu", weights_only=True)
+
+
 def load_shakespeare(device=None, dtype: torch.dtype = torch.float32, path=None):
     """The shipped tiny-Shakespeare GPT -> (model in eval mode, CharVocab, info dict).
 
@@ -82,12 +92,7 @@ def load_shakespeare(device=None, dtype: torch.dtype = torch.float32, path=None)
     ``path``: another checkpoint written by ``make_shakespeare.py`` (default: the
     shipped ``shakespeare_char.pt``)."""
     from ..gpt import GPT
-    if path is None:
-        with resources.as_file(resources.files("d2lmini") / "checkpoints"
-                               / "shakespeare_char.pt") as p:
-            ckpt = torch.load(p, map_location="cpu", weights_only=True)
-    else:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = read_checkpoint("shakespeare_char.pt", path)
     model = GPT(**ckpt["config"])
     model.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v
                            for k, v in ckpt["state_dict"].items()})
@@ -105,7 +110,8 @@ def machine() -> str:
     name = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
-            name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+            name = next(l.split(":", 1)[1].strip() for l in f
+                        if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
     return f"{name} ({os.cpu_count()} cores)"

@@ -7,8 +7,8 @@ Run from the repository root:
 
 The text is ``d2lmini/corpus/book.txt``; its last 10 % is held out and never trained
 on.  The recipe is chapter 14's (:func:`d2lmini.bert.book_vocab`, :func:`book_windows`,
-:func:`d2lmini.mask_tokens` with BERT's 15 %): ``[CLS]`` and 31 characters per row, AdamW,
-a linear warm-up and a cosine decay; only the number of steps is larger than the
+:func:`d2lmini.mask_tokens` with BERT's 15 %): ``[CLS]`` and 31 characters per row,
+AdamW, a linear warm-up and a cosine decay; only the number of steps is larger than the
 chapter can afford.  The checkpoint stores the config, the weights, the characters and
 the training log, readable with ``torch.load(weights_only=True)``; load it with
 ``d2lmini.bert.load_book_bert()``.
@@ -49,8 +49,9 @@ def main():
     g = torch.Generator().manual_seed(args.seed)
     t0, log = time.time(), []
     for step in range(1, args.steps + 1):
-        x, y = d2l.mask_tokens(book_windows(train_ids, args.batch_size, g), vocab.mask_id,
-                               len(vocab), vocab.special_ids, generator=g)
+        x, y = d2l.mask_tokens(book_windows(train_ids, args.batch_size, g),
+                               vocab.mask_id, len(vocab), vocab.special_ids,
+                               generator=g)
         loss = F.cross_entropy(model.mlm_logits(model(x)).transpose(1, 2), y)
         opt.zero_grad()
         loss.backward()

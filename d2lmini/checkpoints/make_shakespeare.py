@@ -2,8 +2,9 @@
 
 Run from the repository root:
 
-    python d2lmini/checkpoints/make_shakespeare.py            # 2,400 steps, 1 CPU thread
-    python d2lmini/checkpoints/make_shakespeare.py --steps 50 --out /tmp/try.pt  # a quick try
+    python d2lmini/checkpoints/make_shakespeare.py           # 2,400 steps, 1 CPU thread
+    python d2lmini/checkpoints/make_shakespeare.py --steps 50 --out /tmp/try.pt
+                                                             # a quick try
 
 The text is ``d2lmini/corpus/tinyshakespeare.txt`` (1,115,394 characters); the last
 10 % is held out and never trained on.  The model is ``d2l.GPT`` with the defaults of
@@ -32,11 +33,14 @@ from d2lmini.checkpoints import CONFIG, CharVocab, heldout_loss, machine, split_
 HERE = Path(__file__).resolve().parent
 
 
-def batches(ids: torch.Tensor, batch_size: int, context: int, generator: torch.Generator):
+def batches(ids: torch.Tensor, batch_size: int, context: int,
+            generator: torch.Generator):
     """Endless random windows: (B, context) inputs and (B, context) next characters."""
     while True:
-        start = torch.randint(0, len(ids) - context - 1, (batch_size,), generator=generator)
-        win = torch.stack([ids[s:s + context + 1] for s in start.tolist()])  # (B, context + 1)
+        start = torch.randint(0, len(ids) - context - 1, (batch_size,),
+                              generator=generator)
+        win = torch.stack([ids[s:s + context + 1]
+                           for s in start.tolist()])               # (B, context + 1)
         yield win[:, :-1], win[:, 1:]
 
 
@@ -60,7 +64,7 @@ def main():
     vocab = CharVocab(text)
     train_ids = torch.tensor(vocab.encode(train_text))
     model = d2l.GPT(len(vocab), **CONFIG)
-    d2l.set_fused_attention(model, True)            # faster; nobody reads the weights here
+    d2l.set_fused_attention(model, True)  # faster; nobody reads the weights here
     n_params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() > 1]
     no_decay = [p for p in model.parameters() if p.dim() <= 1]
@@ -91,7 +95,8 @@ def main():
             print(json.dumps(log[-1]), flush=True)
     seconds = time.time() - t0
     held = heldout_loss(model, vocab, held_text)   # every held-out window
-    ckpt = {   # d2l.save's layout (d2l.load reads it too), plus the characters and the log
+    # d2l.save's layout (d2l.load reads it too), plus the characters and the log
+    ckpt = {
         "format": "d2lmini-checkpoint", "version": 1, "class": "GPT",
         "config": dict(model.config), "vocab": None, "chars": vocab.chars,
         "state_dict": {k: v.half() if v.is_floating_point() else v

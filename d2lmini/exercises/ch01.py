@@ -33,7 +33,8 @@ def _rotation(answer):
         want = torch.tensor([[c, -s], [s, c]])
         if isinstance(got, torch.Tensor) and got.shape == (2, 2) and torch.allclose(
                 got.detach().double(), want.double().T, atol=1e-5) and abs(s) > 1e-3:
-            raise Wrong(f"this turns clockwise ({case}): R e1 must be (cos phi, sin phi)")
+            raise Wrong(f"this turns clockwise ({case}): "
+                        f"R e1 must be (cos phi, sin phi)")
         expect(got, want, case=case, rtol=1e-4, atol=1e-4, dtype=False)
     return f"{len(angles)} angles (90° and 5 random ones, negative and > 2π included)"
 
@@ -59,17 +60,19 @@ def _l1(answer):
         raise NotYet()
     stretch = _number(stretch, "stretch")
     phi = math.pi / 4
-    r45 = torch.tensor([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]],
-                       dtype=torch.float64)
+    r45 = torch.tensor([[math.cos(phi), -math.sin(phi)],
+                        [math.sin(phi), math.cos(phi)]], dtype=torch.float64)
     angles = torch.linspace(0, 2 * math.pi, 3601, dtype=torch.float64)
     dirs = torch.stack([angles.cos(), angles.sin()], dim=1)
     l1 = lambda v: v.abs().sum(dim=1)
     measured = (l1(dirs @ r45.T) / l1(dirs)).max().item()
     if not math.isclose(stretch, measured, rel_tol=1e-3):
-        raise Wrong(f"stretch = {stretch:.4g} is not the largest ratio ||R45 x||_1 / ||x||_1 "
+        raise Wrong(f"stretch = {stretch:.4g} is not the largest ratio "
+                    "||R45 x||_1 / ||x||_1 "
                     "(try x = e1: where does it go, and what is its L1 length?)")
     if not isinstance(keepers, (list, tuple)) or not keepers:
-        raise Wrong(f"keepers: expected a list of 2x2 matrices, got {type(keepers).__name__}")
+        raise Wrong(f"keepers: expected a list of 2x2 matrices, "
+                    f"got {type(keepers).__name__}")
     mats = [_matrix2(m, f"keepers[{i}]") for i, m in enumerate(keepers)]
     x = torch.randn(2000, 2, generator=_gen(), dtype=torch.float64)
     for i, m in enumerate(mats):
@@ -84,9 +87,9 @@ def _l1(answer):
     missing = [p for p in _signed_permutations()
                if not any(torch.allclose(p, m, atol=1e-6) for m in distinct)]
     if missing:
-        raise Wrong(f"all {len(distinct)} of your matrices keep L1 lengths, but some are "
-                    "missing (where may e1 go, if its L1 length and the diamond's corners "
-                    "must stay?)")
+        raise Wrong(f"all {len(distinct)} of your matrices keep L1 lengths, "
+                    "but some are missing (where may e1 go, if its L1 length and the "
+                    "diamond's corners must stay?)")
     return "stretch over 3,601 directions; every L1 isometry found"
 
 
@@ -96,14 +99,16 @@ def _cos_std(answer):
     dims = [2, 16, 1024] + torch.randint(3, 4097, (3,), generator=g).tolist()
     for d in dims:
         got = _number(call(answer, d, case=f"d = {d}"), f"d = {d}")
-        want = 1 / math.sqrt(d)   # E[cos^2] = 1/d exactly for directions uniform on the sphere
+        # E[cos^2] = 1/d exactly for directions uniform on the sphere
+        want = 1 / math.sqrt(d)
         if not math.isclose(got, want, rel_tol=1e-3):
             raise Wrong(f"not right for d = {d} (off by a factor of {got / want:.3g}; "
                         "how large is u.v compared with |u| |v|?)")
     return f"{len(dims)} dimensions from 2 to 4,096"
 
 
-@register("ch1_frobenius", "frobenius(X) for a stack of matrices", chapter=1, build=True)
+@register("ch1_frobenius", "frobenius(X) for a stack of matrices", chapter=1,
+          build=True)
 def _frobenius(answer):
     g = _gen()
     cases = [((3, 4), torch.float32), ((2, 5, 3), torch.float64),

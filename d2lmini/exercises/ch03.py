@@ -18,7 +18,8 @@ def _close(got: float, want: float, case: str, rel: float = 1e-3) -> None:
         raise Wrong(f"your answer is {got} ({case})")
     if not math.isclose(got, want, rel_tol=rel):
         ratio = got / want if want else float("nan")
-        raise Wrong(f"not right ({case}): your answer is {ratio:.3g} times the right one")
+        raise Wrong(f"not right ({case}): "
+                    f"your answer is {ratio:.3g} times the right one")
 
 
 @register("ch3_lr_max", "lr_max(X), largest stable lr", chapter=3,
@@ -50,8 +51,8 @@ def _initial_loss(answer):
         case = f"q = {q}"
         got = _number(call(answer, q, case=case), case)
         labels = torch.randint(0, q, (200,), generator=g)
-        want = torch.nn.functional.cross_entropy(torch.zeros(200, q, dtype=torch.float64),
-                                                 labels).item()
+        want = torch.nn.functional.cross_entropy(
+            torch.zeros(200, q, dtype=torch.float64), labels).item()
         _close(got, want, case, rel=1e-6)
     return f"{len(qs)} class counts from 2 to 1,000"
 
@@ -67,12 +68,14 @@ def _logsumexp(answer):
         case = f"case {i}, o of shape {tuple(o.shape)}"
         got = call(answer, o.clone(), case=case)
         if isinstance(got, torch.Tensor) and torch.isinf(got).any():
-            raise Wrong(f"your answer overflows to inf ({case}): subtract the maximum first")
+            raise Wrong(f"your answer overflows to inf ({case}): "
+                        f"subtract the maximum first")
         expect(got, torch.logsumexp(o, dim=-1), case=case, rtol=1e-5, atol=1e-4)
     return f"{len(cases)} cases on the last dim, scores beyond ±1,000"
 
 
-@register("ch3_normal_equation", "normal_equation(X, y) with a bias", chapter=3, build=True)
+@register("ch3_normal_equation", "normal_equation(X, y) with a bias", chapter=3,
+          build=True)
 def _normal_equation(answer):
     g = _gen()
     for _ in range(4):

@@ -23,9 +23,11 @@ def _attention(answer):
         q = (2 * torch.randn(*lead, tq, dk, generator=g)).to(dtype)
         k = (2 * torch.randn(*lead, tk, dk, generator=g)).to(dtype)
         v = torch.randn(*lead, tk, dv, generator=g).to(dtype)
-        case = f"case {i}: Q {tuple(q.shape)}, K {tuple(k.shape)}, V {tuple(v.shape)}, {dtype}"
+        case = (f"case {i}: Q {tuple(q.shape)}, K {tuple(k.shape)}, "
+                f"V {tuple(v.shape)}, {dtype}")
         got = call(answer, q.clone(), k.clone(), v.clone(), case=case)
-        expect(got, F.scaled_dot_product_attention(q, k, v), case=case, rtol=1e-4, atol=1e-5)
+        expect(got, F.scaled_dot_product_attention(q, k, v), case=case, rtol=1e-4,
+               atol=1e-5)
     return f"{len(cases)} cases: 2-, 3-, 4-D, T_q ≠ T_k, d_k ≠ d_v, float64"
 
 
@@ -34,7 +36,7 @@ def _pearson(answer):
     g = _gen()
     for i, (tq, tk, d) in enumerate([(3, 4, 10), (1, 6, 50), (5, 2, 3)]):
         q = torch.randn(tq, d, generator=g, dtype=torch.float64) + 3 * torch.randn(
-            tq, 1, generator=g, dtype=torch.float64)            # each row has its own offset
+            tq, 1, generator=g, dtype=torch.float64)  # each row has its own offset
         k = torch.randn(tk, d, generator=g, dtype=torch.float64) * 2 + 1
         case = f"case {i}: Q {tuple(q.shape)}, K {tuple(k.shape)}"
         got = call(answer, q.clone(), k.clone(), case=case)

@@ -25,31 +25,35 @@ def _reference_masked_softmax(scores, mask):
 def _masked_softmax(answer):
     g = _gen()
     # (scores shape, mask shape, dtype): the mask broadcasts, as a padding mask does
-    cases = [((2, 3, 5), (2, 3, 5), torch.float32), ((2, 2, 4, 6), (2, 1, 1, 6), torch.float16),
-             ((3, 7), (3, 7), torch.float16), ((1, 2, 3, 3), (1, 1, 3, 3), torch.bfloat16),
+    cases = [((2, 3, 5), (2, 3, 5), torch.float32),
+             ((2, 2, 4, 6), (2, 1, 1, 6), torch.float16),
+             ((3, 7), (3, 7), torch.float16),
+             ((1, 2, 3, 3), (1, 1, 3, 3), torch.bfloat16),
              ((4, 5), (4, 5), torch.float32)]
     for i, (shape, mshape, dtype) in enumerate(cases):
         scores = (4 * torch.randn(shape, generator=g)).to(dtype)
         mask = torch.rand(mshape, generator=g) > 0.4
-        mask[..., 0, :] = False                    # a fully masked row (or key column set)
+        mask[..., 0, :] = False              # a fully masked row (or key column set)
         if len(mshape) == 2:
-            mask[1] = True                         # and a row with everything allowed
+            mask[1] = True                   # and a row with everything allowed
         case = f"case {i}: scores {tuple(shape)} {dtype}, mask {tuple(mshape)}"
         got = call(answer, scores.clone(), mask.clone(), case=case)
         want = _reference_masked_softmax(scores, mask.expand(shape))
-        if isinstance(got, torch.Tensor) and got.is_floating_point() and got.isnan().any():
+        if (isinstance(got, torch.Tensor) and got.is_floating_point()
+                and got.isnan().any()):
             raise Wrong(f"your answer has NaN ({case}): a row with no allowed key "
                         "must come out as zeros")
         tol = 1e-5 if dtype == torch.float32 else 1e-2
         if isinstance(got, torch.Tensor) and got.dtype != want.dtype:
             raise Wrong(f"wrong dtype ({case}): expected {want.dtype}, got {got.dtype}")
         if isinstance(got, torch.Tensor) and got.is_floating_point():
-            got = got.float()                      # numpy has no bfloat16: compare in float32
+            got = got.float()                # numpy has no bfloat16: compare in float32
         expect(got, want.float(), case=case, rtol=tol, atol=tol)
     return f"{len(cases)} cases: three dtypes, broadcast masks, fully masked rows"
 
 
-@register("ch5_pad_weight", "pad_weight(real_scores, fill) by hand", chapter=5, build=False)
+@register("ch5_pad_weight", "pad_weight(real_scores, fill) by hand", chapter=5,
+          build=False)
 def _pad_weight(answer):
     g = _gen()
     fills = [0.0, -1e9, 2.0, -3.0]
@@ -62,10 +66,11 @@ def _pad_weight(answer):
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             raise Wrong(f"expected a number ({case}), got {type(got).__name__}")
-        want = torch.softmax(torch.tensor(real + [fill], dtype=torch.float64), 0)[-1].item()
+        want = torch.softmax(torch.tensor(real + [fill], dtype=torch.float64),
+                             0)[-1].item()
         if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12):
-            raise Wrong(f"not right for {case} (does the pad's own e^fill belong in the "
-                        "denominator?)")
+            raise Wrong(f"not right for {case} (does the pad's own e^fill belong in "
+                        "the denominator?)")
     return f"{len(fills)} random rows, fills 0, -1e9 and others"
 
 
@@ -93,6 +98,6 @@ def _allowed_pairs(answer):
                         f"got {len(got)}")
         bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
         if bad:
-            raise Wrong(f"wrong count for sentence(s) {bad} ({case}); the pad query rows "
-                        "are not masked, only the pad keys")
+            raise Wrong(f"wrong count for sentence(s) {bad} ({case}); "
+                        "the pad query rows are not masked, only the pad keys")
     return "4 random batches of lengths"

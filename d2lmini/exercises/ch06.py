@@ -50,7 +50,8 @@ def _split_ref(x, h):
 
 
 def _inputs(g, n=4):
-    """(x of shape (B, T, D), h): a fixed case, then n random ones; the last in float16."""
+    """(x of shape (B, T, D), h): a fixed case, then n random ones; the last in
+    float16."""
     shapes = [(2, 5, 12, 4)]
     for _ in range(n):
         h = int(torch.randint(1, 7, (1,), generator=g))
@@ -67,7 +68,8 @@ def _split(answer):
     g = _gen()
     for x, h in _inputs(g):
         case = f"x of shape {tuple(x.shape)}, h={h}, {x.dtype}"
-        expect(call(answer, x, h, case=case), _split_ref(x, h), case=case, atol=0, rtol=0)
+        expect(call(answer, x, h, case=case), _split_ref(x, h), case=case, atol=0,
+               rtol=0)
     return "5 random shapes and head counts, float16 included"
 
 

@@ -31,8 +31,8 @@ def _pe(answer):
 
 
 def _kv_ref(past, new):
-    q = torch.arange(past, past + new)[:, None]                  # absolute query positions
-    return torch.arange(past + new)[None, :] <= q                 # (new, past + new)
+    q = torch.arange(past, past + new)[:, None]      # absolute query positions
+    return torch.arange(past + new)[None, :] <= q    # (new, past + new)
 
 
 @register("ch8_kv_step_mask", "causal mask for a cached step", chapter=8,
@@ -54,13 +54,14 @@ def _kv_mask(answer):
                         f"(new queries, all keys), got {tuple(got.shape)}")
         if not torch.equal(got, want):
             bad = (got != want).nonzero()[0].tolist()
-            raise Wrong(f"wrong entries ({case}): first at query {bad[0]}, key {bad[1]}")
+            raise Wrong(f"wrong entries ({case}): "
+                        f"first at query {bad[0]}, key {bad[1]}")
     return f"{len(cases)} (past, new) pairs, empty cache and one new token too"
 
 
 def _after_eos_ref(ids, eos_id, pad_id):
     seen = (ids == eos_id).long().cumsum(1)
-    after = (seen - (ids == eos_id).long()) > 0                   # strictly after first eos
+    after = (seen - (ids == eos_id).long()) > 0  # strictly after first eos
     return ids.masked_fill(after, pad_id)
 
 
@@ -70,7 +71,7 @@ def _after_eos(answer):
     cases = [torch.tensor([[5, 6, 2, 7, 2], [2, 5, 5, 5, 5], [5, 6, 7, 8, 9]])]
     for _ in range(4):
         B, T = _rint(1, 6, g), _rint(1, 12, g)
-        cases.append(torch.randint(2, 7, (B, T), generator=g))   # eos_id 2 appears often
+        cases.append(torch.randint(2, 7, (B, T), generator=g))  # eos_id 2 appears often
     for i, ids in enumerate(cases):
         case = f"case {i}, ids of shape {tuple(ids.shape)}"
         got = call(answer, ids.clone(), 2, 0, case=case)

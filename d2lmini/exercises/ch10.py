@@ -18,7 +18,7 @@ def _score_cost(answer):
         cases.append((int(torch.randint(1, 200, (1,), generator=g)),
                       h * int(torch.randint(1, 17, (1,), generator=g)), h))
     for S, d_model, h in cases:
-        want = h * S * S * (d_model // h)               # h heads, S x S dot products of d_k
+        want = h * S * S * (d_model // h)         # h heads, S x S dot products of d_k
         case = f"S={S}, d_model={d_model}, h={h}"
         expect(_number(call(answer, S, d_model, h, case=case), case), want, case=case,
                rtol=0, atol=0.5)
@@ -38,7 +38,8 @@ def _entropy_by_position(targets: torch.Tensor, pad_id: int) -> float:
     return sum(out) / len(out)
 
 
-@register("ch10_positional_entropy", "input-blind loss, positions known", chapter=10, build=True)
+@register("ch10_positional_entropy", "input-blind loss, positions known", chapter=10,
+          build=True)
 def _positional_entropy(answer):
     g = _gen()
     cases = []
@@ -85,8 +86,10 @@ def _rope_judge(answer):
     q, k = torch.randn(1, 1, 16, generator=g), torch.randn(1, 1, 16, generator=g)
     dots = []
     for p in (0, 7, 30):
-        Q = call(answer, q.expand(1, p + 1, 16).contiguous(), case="a shifted pair")[0, p]
-        K = call(answer, k.expand(1, p + 4, 16).contiguous(), case="a shifted pair")[0, p + 3]
+        Q = call(answer, q.expand(1, p + 1, 16).contiguous(),
+                 case="a shifted pair")[0, p]
+        K = call(answer, k.expand(1, p + 4, 16).contiguous(),
+                 case="a shifted pair")[0, p + 3]
         dots.append(float(Q @ K))
     if max(dots) - min(dots) > 1e-4 * (1 + abs(dots[0])):
         raise Wrong("q.k of two rotated vectors 3 positions apart changes with where "

@@ -27,7 +27,8 @@ def _crossover(answer):
         attn = lambda T: 4 * T * d * d + 2 * T * T * d
         want = next(T for T in range(1, 10 * d) if attn(T) >= 6 * T * d * d)
         case = f"d={d}"
-        expect(_int(call(answer, d, case=case), case), want, case=case, rtol=0, atol=1e-6)
+        expect(_int(call(answer, d, case=case), case), want, case=case, rtol=0,
+               atol=1e-6)
     return f"{len(ds)} random widths d"
 
 
@@ -40,11 +41,13 @@ def _layers(T: int, k: int, dilated: bool) -> int:
     return L
 
 
-@register("ch11_conv_depth", "layers a causal convolution needs", chapter=11, build=True)
+@register("ch11_conv_depth", "layers a causal convolution needs", chapter=11,
+          build=True)
 def _conv_depth(answer):
     g = _gen()
     cases = [(int(torch.randint(2, 3000, (1,), generator=g)),
-              int(torch.randint(2, 9, (1,), generator=g)), bool(i % 2)) for i in range(8)]
+              int(torch.randint(2, 9, (1,), generator=g)), bool(i % 2))
+             for i in range(8)]
     cases += [(125, 5, True), (126, 5, True), (2, 3, False)]       # exact powers, edges
     for T, k, dil in cases:
         case = f"T={T}, k={k}, dilated={dil}"
@@ -53,13 +56,15 @@ def _conv_depth(answer):
     return f"{len(cases)} cases, exact powers of k included"
 
 
-@register("ch11_source_mask", "the source mask of the GRU decoder", chapter=11, build=True)
+@register("ch11_source_mask", "the source mask of the GRU decoder", chapter=11,
+          build=True)
 def _source_mask(answer):
     g = _gen()
     for i in range(3):
-        B, S = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(2, 12, (1,),
-                                                                             generator=g))
-        pad = int(torch.randint(0 if i else 1, 4, (1,), generator=g))  # one pad id ≠ 0
+        B, S = (int(torch.randint(1, 5, (1,), generator=g)),
+                int(torch.randint(2, 12, (1,), generator=g)))
+        # one pad id ≠ 0
+        pad = int(torch.randint(0 if i else 1, 4, (1,), generator=g))
         src = torch.randint(4, 20, (B, S), generator=g)
         lengths = torch.randint(1, S + 1, (B,), generator=g)
         lengths[0] = min(int(lengths[0]), S - 1)        # every batch holds a pad

@@ -19,13 +19,13 @@ def _randint(lo: int, hi: int, g: torch.Generator) -> int:
     return int(torch.randint(lo, hi + 1, (1,), generator=g))
 
 
-# ------------------------------------------------------------------ top-p (nucleus) sampling
+# ------------------------------------------------------------- top-p (nucleus) sampling
 def _top_p_keep(logits: torch.Tensor, p: float) -> torch.Tensor:
     """bool (B, V): the most likely tokens of each row until their probability adds up
     to at least p (the token that crosses p is kept; the most likely one always is)."""
     probs = logits.float().softmax(-1)
     sorted_p, order = probs.sort(-1, descending=True)
-    before = sorted_p.cumsum(-1) - sorted_p                 # probability of the tokens above
+    before = sorted_p.cumsum(-1) - sorted_p  # probability of the tokens above
     keep_sorted = before < p
     return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
 
@@ -37,12 +37,12 @@ def _top_p_case(g, B, V, dtype, peaked=False):
         z = torch.randn(B, V, generator=g) * (4.0 if peaked else 1.5)
         z = z.to(dtype)
         if any(len(set(row.tolist())) < V for row in z):
-            continue                                          # ties: the order is ambiguous
+            continue                                    # ties: the order is ambiguous
         p = float(torch.empty(1).uniform_(0.3, 0.95, generator=g))
         cum = z.float().softmax(-1).sort(-1, descending=True).values.cumsum(-1)
         if (cum - p).abs().min() > 0.01:
             return z, p
-    raise RuntimeError("could not draw a top-p case")         # pragma: no cover
+    raise RuntimeError("could not draw a top-p case")   # pragma: no cover
 
 
 @register("ch12_top_p", "top_p_filter", chapter=12, build=True)
@@ -62,14 +62,16 @@ def _top_p(answer):
             for r in range(B):
                 if kept[r].sum() != keep[r].sum():
                     raise Wrong(f"{case}: row {r} keeps {int(kept[r].sum())} tokens, "
-                                f"expected {int(keep[r].sum())} (the fewest most likely "
-                                f"tokens whose probabilities add up to at least p)")
+                                f"expected {int(keep[r].sum())} (the fewest most "
+                                f"likely tokens whose probabilities add up to at "
+                                f"least p)")
         expect(out, want, case=case, rtol=0, atol=0)
     return f"{len(cases)} random cases, a peaked one and float16 included"
 
 
 # ------------------------------------------------------------------ repetition penalty
-def _penalty_ref(logits: torch.Tensor, previous: torch.Tensor, theta: float) -> torch.Tensor:
+def _penalty_ref(logits: torch.Tensor, previous: torch.Tensor,
+                 theta: float) -> torch.Tensor:
     seen = torch.zeros(logits.shape, dtype=torch.bool).scatter(-1, previous, True)
     penalised = torch.where(logits > 0, logits / theta, logits * theta)
     return torch.where(seen, penalised, logits)
@@ -84,7 +86,8 @@ def _repetition(answer):
         z = (torch.randn(B, V, generator=g) * 2).to(dtype)
         prev = torch.randint(0, V, (B, n), generator=g)             # repeats included
         theta = float(torch.empty(1).uniform_(1.2, 3.0, generator=g))
-        case = f"case {i}: logits {tuple(z.shape)} {dtype}, {n} previous ids, theta={theta:.2f}"
+        case = (f"case {i}: logits {tuple(z.shape)} {dtype}, {n} previous ids, "
+                f"theta={theta:.2f}")
         out = call(answer, z.clone(), prev.clone(), theta, case=case)
         tol = 1e-3 if dtype == torch.float16 else 1e-6
         expect(out, _penalty_ref(z, prev, theta), case=case, rtol=tol, atol=tol)
@@ -100,7 +103,7 @@ def _bits_per_char(answer):
     for i, (B, T, V, dtype, n_pad) in enumerate(cases):
         logits = (torch.randn(B, T, V, generator=g) * 2).to(dtype)
         targets = torch.randint(1, V, (B, T), generator=g)
-        targets.view(-1)[torch.randperm(B * T, generator=g)[:n_pad]] = 0   # pad: no loss
+        targets.view(-1)[torch.randperm(B * T, generator=g)[:n_pad]] = 0  # pad: no loss
         case = f"case {i}: logits {tuple(logits.shape)} {dtype}, {n_pad} pad targets"
         out = call(answer, logits.clone(), targets.clone(), case=case)
         if isinstance(out, torch.Tensor):

@@ -34,12 +34,12 @@ def _bpe_merge(answer):
             try:
                 out = list(out)
             except TypeError:
-                raise Wrong(f"{case}: expected a list of ints, got {type(out).__name__}") \
-                    from None
+                raise Wrong(f"{case}: expected a list of ints, "
+                            f"got {type(out).__name__}") from None
         want = _merge(ids, pair, new)
         if [int(x) for x in out] != want:
-            raise Wrong(f"{case}: got {list(out)} (merge left to right; a merged pair's "
-                        f"second id cannot start the next pair)")
+            raise Wrong(f"{case}: got {list(out)} (merge left to right; a merged "
+                        f"pair's second id cannot start the next pair)")
     return f"{len(cases)} cases: empty, one id, runs like 5 5 5, random lists"
 
 
@@ -59,12 +59,13 @@ def _split_c_attn(answer):
             raise Wrong(f"{case}: return two tensors (W (3, d, d), b (3, d)), got "
                         f"{type(out).__name__}")
         W, bias = out
-        want_W = torch.stack([w[:, j * d:(j + 1) * d].t() for j in range(3)])   # (3, d, d)
+        want_W = torch.stack([w[:, j * d:(j + 1) * d].t()
+                              for j in range(3)])  # (3, d, d)
         want_b = b.view(3, d)
         if isinstance(W, torch.Tensor) and W.shape == want_W.shape and d > 1 and \
                 torch.allclose(W.float(), want_W.transpose(1, 2).float()):
-            raise Wrong(f"{case}: each matrix is transposed: nn.Linear keeps (out, in), "
-                        f"Conv1D (in, out)")
+            raise Wrong(f"{case}: each matrix is transposed: "
+                        f"nn.Linear keeps (out, in), Conv1D (in, out)")
         expect(W, want_W, case=f"{case}, W", rtol=0, atol=0)
         expect(bias, want_b, case=f"{case}, b", rtol=0, atol=0)
     return f"{len(cases)} random weights: d = 1, 4, two random; float64 too"

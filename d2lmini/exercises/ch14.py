@@ -22,19 +22,21 @@ def _pair(out, case: str):
 
 
 # ------------------------------------------------------------------ BERT's masking rule
-@register("ch14_mask_tokens", "mask_tokens (BERT's 80/10/10 rule)", chapter=14, build=True)
+@register("ch14_mask_tokens", "mask_tokens (BERT's 80/10/10 rule)", chapter=14,
+          build=True)
 def _mask_tokens(answer):
     g = _gen()
     cases = [(40, [0, 1, 2, 3], 3, 0.15), (25, [0, 1, 2, 5], 5, 0.3)]
     for i, (V, special, mask_id, p) in enumerate(cases):
-        case = f"case {i}: vocabulary {V}, special ids {special}, mask_id {mask_id}, p={p}"
+        case = (f"case {i}: vocabulary {V}, special ids {special}, "
+                f"mask_id {mask_id}, p={p}")
         normal = torch.tensor([t for t in range(V) if t not in special])
         tokens = normal[torch.randint(len(normal), (300, 200), generator=g)]
-        tokens[:, 0], tokens[:, -1] = special[1], special[2]             # [CLS] ... [SEP]
+        tokens[:, 0], tokens[:, -1] = special[1], special[2]        # [CLS] ... [SEP]
         lengths = torch.randint(100, 200, (300,), generator=g)
-        tokens[torch.arange(200) >= lengths[:, None]] = special[0]       # padding
-        out = _pair(call(answer, tokens.clone(), mask_id, V, list(special), p, case=case),
-                    case)
+        tokens[torch.arange(200) >= lengths[:, None]] = special[0]  # padding
+        out = _pair(call(answer, tokens.clone(), mask_id, V, list(special), p,
+                         case=case), case)
         inputs, labels = out
         expect(tuple(inputs.shape), tuple(tokens.shape), case=f"{case}, inputs")
         expect(tuple(labels.shape), tuple(tokens.shape), case=f"{case}, labels")
@@ -46,29 +48,29 @@ def _mask_tokens(answer):
             raise Wrong(f"a special token or a pad was selected ({case}): select only "
                         f"ordinary tokens")
         if not torch.equal(labels[sel], tokens[sel]):
-            raise Wrong(f"labels must hold the original id where a position is selected "
-                        f"({case})")
+            raise Wrong(f"labels must hold the original id where a position is "
+                        f"selected ({case})")
         if not torch.equal(inputs[~sel], tokens[~sel]):
             raise Wrong(f"positions that are not selected must keep their token, and "
                         f"their label must be -100 ({case})")
         rate = sel.sum().item() / eligible.sum().item()
         if abs(rate - p) > 0.02:
-            raise Wrong(f"{rate:.1%} of the ordinary tokens were selected, expected about "
-                        f"{p:.0%} ({case})")
+            raise Wrong(f"{rate:.1%} of the ordinary tokens were selected, "
+                        f"expected about {p:.0%} ({case})")
         k = sel.sum().item()
         masked = (inputs[sel] == mask_id).sum().item() / k
         changed = ((inputs[sel] != mask_id) & (inputs[sel] != tokens[sel]))
         if abs(masked - 0.8) > 0.03:
-            raise Wrong(f"{masked:.1%} of the selected positions became mask_id, expected "
-                        f"80 % ({case})")
+            raise Wrong(f"{masked:.1%} of the selected positions became mask_id, "
+                        f"expected 80 % ({case})")
         if torch.isin(inputs[sel][changed], torch.tensor(special)).any():
             raise Wrong(f"a random replacement was a special id ({case}): draw only "
                         f"ordinary ids")
         random = changed.sum().item() / k
-        want = 0.1 * (1 - 1 / len(normal))               # a random id may be the same one
+        want = 0.1 * (1 - 1 / len(normal))           # a random id may be the same one
         if abs(random - want) > 0.025:
-            raise Wrong(f"{random:.1%} of the selected positions got another random id, "
-                        f"expected about 10 % ({case})")
+            raise Wrong(f"{random:.1%} of the selected positions got another random "
+                        f"id, expected about 10 % ({case})")
     return "60,000 random tokens twice, pads included"
 
 
@@ -112,11 +114,12 @@ def _mlm_loss(answer):
         labels[torch.rand(B, T, generator=g) > 0.3] = -100
         labels[0, 0] = 1                                # at least one selected position
         case = f"case {i}: logits {tuple(logits.shape)}"
-        want = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), ignore_index=-100)
+        want = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1),
+                               ignore_index=-100)
         out = call(answer, logits.clone(), labels.clone(), case=case)
         if isinstance(out, torch.Tensor) and out.numel() != 1:
             raise Wrong(f"expected one number, the mean loss ({case}), got shape "
                         f"{tuple(out.shape)}")
-        expect(out.reshape(()) if isinstance(out, torch.Tensor) else out, want, case=case,
-               rtol=1e-5, atol=1e-6, dtype=False)
+        expect(out.reshape(()) if isinstance(out, torch.Tensor) else out, want,
+               case=case, rtol=1e-5, atol=1e-6, dtype=False)
     return "3 random batches, 30 % of positions chosen"

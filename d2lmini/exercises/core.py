@@ -2,7 +2,8 @@
 reader builds.
 
 ``check(what, got, expected)`` compares one answer with an expected one and prints one
-line, ✓ or ✗ with why (never a bare ``AssertionError``, never an exception of its own):
+line, ✓ or ✗ with why (never a bare ``AssertionError``, never an exception of its
+own):
 
     >>> check("shape of Q @ K^T", (2, 5, 5), (2, 5, 5))
     ✓ shape of Q @ K^T: (2, 5, 5)
@@ -27,14 +28,15 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["Verdict", "check", "exercise", "register", "Wrong", "NotYet", "call", "expect",
-           "registry", "fresh_generator", "as_number"]
+__all__ = ["Verdict", "check", "exercise", "register", "Wrong", "NotYet", "call",
+           "expect", "registry", "fresh_generator", "as_number"]
 
 
 class Verdict:
-    """What :func:`check`, :func:`exercise` and :func:`d2lmini.claim` return: truthy when
-    the answer matched.  It shows nothing when it ends a notebook cell (the ✓/✗ line is
-    already printed), so a cell that ends with ``d2l.check(...)`` prints no True/False."""
+    """What :func:`check`, :func:`exercise` and :func:`d2lmini.claim` return: truthy
+    when the answer matched.  It shows nothing when it ends a notebook cell (the ✓/✗
+    line is already printed), so a cell that ends with ``d2l.check(...)`` prints no
+    True/False."""
 
     __slots__ = ("ok",)
 
@@ -85,7 +87,8 @@ def _mismatch(got, expected, rtol: float, atol: float) -> str | None:
         if not isinstance(got, dict):
             return f"expected a dict, got {type(got).__name__}"
         if set(got) != set(expected):
-            return f"expected the keys {sorted(map(str, expected))}, got {sorted(map(str, got))}"
+            return (f"expected the keys {sorted(map(str, expected))}, "
+                    f"got {sorted(map(str, got))}")
         for k in expected:
             why = _mismatch(got[k], expected[k], rtol, atol)
             if why is not None:
@@ -94,8 +97,10 @@ def _mismatch(got, expected, rtol: float, atol: float) -> str | None:
     if isinstance(expected, (bool, np.bool_, str)) or expected is None:
         if isinstance(got, (torch.Tensor, np.ndarray)) and _as_array(got).size == 1:
             got = _as_array(got).item()
-        same = type(got) in (bool, np.bool_) if isinstance(expected, (bool, np.bool_)) else True
-        return None if same and got == expected else f"expected {expected!r}, got {got!r}"
+        same = (type(got) in (bool, np.bool_) if isinstance(expected, (bool, np.bool_))
+                else True)
+        return (None if same and got == expected
+                else f"expected {expected!r}, got {got!r}")
     if _is_shape(expected) and isinstance(got, (tuple, list, torch.Size)):
         return None if tuple(got) == tuple(expected) else \
             f"expected {tuple(expected)}, got {tuple(got)!r}"
@@ -104,13 +109,15 @@ def _mismatch(got, expected, rtol: float, atol: float) -> str | None:
     try:
         g, e = _as_array(got).astype(float), _as_array(expected).astype(float)
     except (TypeError, ValueError):
-        return f"expected a number or array like {_describe(expected)}, got {type(got).__name__}"
+        return (f"expected a number or array like {_describe(expected)}, "
+                f"got {type(got).__name__}")
     if g.shape != e.shape:
         return f"expected shape {tuple(e.shape)}, got shape {tuple(g.shape)}"
     if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=False):
         worst = float(np.nanmax(np.abs(g - e))) if g.size else math.nan
         return (f"expected {_describe(expected)}, got {_describe(got)} "
-                f"(largest difference {worst:.3g}, allowed {atol:g} + {rtol:g}·|expected|)")
+                f"(largest difference {worst:.3g}, "
+                f"allowed {atol:g} + {rtol:g}·|expected|)")
     return None
 
 
@@ -139,7 +146,8 @@ def check(what: str, got, expected, rtol: float = 1e-4, atol: float = 1e-6,
     try:
         why = _mismatch(got, expected, rtol, atol)
     except Exception as err:  # anything we did not foresee is reported, not raised
-        why = f"could not compare {type(got).__name__} with {type(expected).__name__} ({err})"
+        why = (f"could not compare {type(got).__name__} with "
+               f"{type(expected).__name__} ({err})")
     if why is None:
         print(f"✓ {what}: {_describe(got)}" if show else f"✓ {what}")
         return Verdict(True)
@@ -158,11 +166,11 @@ class NotYet(Exception):
 
 @dataclass
 class Exercise:
-    name: str                       # the key a chapter passes to exercise()
-    title: str                      # what the ✓/✗ line calls it
-    judge: Callable                 # judge(answer) -> summary of what was tried; raises Wrong
+    name: str                 # the key a chapter passes to exercise()
+    title: str                # what the ✓/✗ line calls it
+    judge: Callable           # judge(answer) -> summary of what was tried; raises Wrong
     chapter: int
-    build: bool                     # the reader writes a function or a module
+    build: bool               # the reader writes a function or a module
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -178,7 +186,8 @@ def register(name: str, title: str, chapter: int, build: bool = True):
     what it tried ("6 random cases, float16 included, a fully masked row").
     """
     def deco(judge):
-        if name in _REGISTRY and _REGISTRY[name].judge.__qualname__ != judge.__qualname__:
+        if (name in _REGISTRY
+                and _REGISTRY[name].judge.__qualname__ != judge.__qualname__):
             raise ValueError(f"exercise {name!r} is registered twice")
         _REGISTRY[name] = Exercise(name, title, judge, chapter, build)
         return judge
@@ -252,7 +261,8 @@ def expect(got, want, case: str = "", rtol: float = 1e-5, atol: float = 1e-6,
     ``want``'s dtype (e.g. float16 in, float16 out)."""
     where = f" ({case})" if case else ""
     if isinstance(want, (bool, np.bool_)):
-        if got is not want and not (isinstance(got, (bool, np.bool_)) and bool(got) == want):
+        if got is not want and not (isinstance(got, (bool, np.bool_))
+                                    and bool(got) == want):
             raise Wrong(f"not right{where}")
         return
     if _is_shape(want) and isinstance(got, (tuple, list, torch.Size)):
@@ -270,7 +280,8 @@ def expect(got, want, case: str = "", rtol: float = 1e-5, atol: float = 1e-6,
     try:
         g, e = _as_array(got).astype(np.float64), _as_array(want).astype(np.float64)
     except (TypeError, ValueError):
-        raise Wrong(f"expected a number or a tensor{where}, got {type(got).__name__}") from None
+        raise Wrong(f"expected a number or a tensor{where}, "
+                    f"got {type(got).__name__}") from None
     if g.shape != e.shape:
         raise Wrong(f"wrong shape{where}: expected {e.shape}, got {g.shape}")
     if np.isnan(g).any() and not np.isnan(e).any():
@@ -306,7 +317,8 @@ def exercise(name: str, answer) -> Verdict:
         print(f"✗ {ex.title}: {why}")
         return Verdict(False)
     except Exception as err:  # the reader's answer broke the judge: report, never raise
-        print(f"✗ {ex.title}: your answer could not be used ({type(err).__name__}: {err})")
+        print(f"✗ {ex.title}: your answer could not be used "
+              f"({type(err).__name__}: {err})")
         return Verdict(False)
     print(f"✓ {ex.title}: {summary}" if summary else f"✓ {ex.title}")
     return Verdict(True)
