@@ -226,13 +226,14 @@ def check_alt_text(page) -> None:
     assert unlabelled == 0, f"{unlabelled} in-page figures without a label"
 
 
-def check_no_scrolling_input(page) -> None:
-    """On a desktop every input cell shows whole (the chapters keep code within 88
-    columns): nothing hides behind a sideways scroll."""
-    wide = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_input pre'))
-        .filter(e => e.scrollWidth > e.clientWidth + 2)
+def check_no_scrolling_code(page) -> None:
+    """On a desktop every input cell and every output (printouts, listings of d2lmini's
+    source, progress lines) shows whole (the chapters and the package keep lines within
+    88 columns): nothing hides behind a sideways scroll."""
+    wide = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre'))
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
         .map(e => e.textContent.split('\\n').filter(l => l.length > 88)[0] || e.textContent.slice(0, 60))""")
-    assert not wide, f"{len(wide)} input cells scroll sideways, e.g. {wide[:3]}"
+    assert not wide, f"{len(wide)} code or output boxes scroll sideways, e.g. {wide[:3]}"
 
 
 def check_assets_once(page) -> None:
@@ -391,7 +392,7 @@ def test_page_on_desktop(browser, path):
         assert "Traceback (most recent call last)" not in outputs
         assert "nbval" not in page.locator("article").inner_text().lower()
         check_no_hidden_output(page)
-        check_no_scrolling_input(page)
+        check_no_scrolling_code(page)
         check_figures_sharp_and_readable(page)
         check_images_keep_aspect(page)
         check_alt_text(page)
