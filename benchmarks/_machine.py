@@ -8,9 +8,10 @@ from d2lmini.checkpoints import machine
 
 def add_device_args(ap, threads: int | None = None) -> None:
     """--device (default: d2l.device()) and --threads (default: ``threads``, or torch's)."""
+    default = threads or "torch's"
     ap.add_argument("--device", default=None, help="default: d2lmini.device()")
     ap.add_argument("--threads", type=int, default=threads,
-                    help=f"torch CPU threads (default: {threads or 'torch' + chr(39) + 's'})")
+                    help=f"torch CPU threads (default: {default})")
 
 
 def setup(args) -> tuple[torch.device, str]:
