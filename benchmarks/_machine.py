@@ -7,7 +7,8 @@ from d2lmini.checkpoints import machine
 
 
 def add_device_args(ap, threads: int | None = None) -> None:
-    """--device (default: d2l.device()) and --threads (default: ``threads``, or torch's)."""
+    """--device (default: d2l.device()) and --threads (default: ``threads``, or
+    torch's)."""
     default = threads or "torch's"
     ap.add_argument("--device", default=None, help="default: d2lmini.device()")
     ap.add_argument("--threads", type=int, default=threads,
@@ -15,7 +16,7 @@ def add_device_args(ap, threads: int | None = None) -> None:
 
 
 def setup(args) -> tuple[torch.device, str]:
-    """Apply --threads; return the device and the line that names machine and versions."""
+    """Apply --threads; -> the device and the line that names machine and versions."""
     if args.threads:
         torch.set_num_threads(args.threads)
     dev = torch.device(args.device) if args.device else d2l.device()
