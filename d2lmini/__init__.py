@@ -7,7 +7,9 @@ from .attention import set_fused_attention
 from .data import data_iter, synthetic_data
 from .bert import BERT, bert_from_hf, mask_tokens
 from .exercises import check, exercise
-from .claims import claim
+from .exercises import show_solution as solution
+from .claims import ClaimError, claim
+from .stats import Comparison, compare, forest_plot, interval
 from .masks import causal_mask, length_mask, padding_mask
 from .maps import AttentionMaps, collect_attention
 from .gpt import (GPT, KVCache, generate, gelu_tanh, kv_cache_benchmark, kv_cache_bytes,

@@ -91,10 +91,12 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     """softmax(q k^T / sqrt(d_k)) v.
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v) of one dtype and device,
-    leading dims equal (or 1); mask: bool with one dim per dim of the scores
-    (..., T_q, T_k), each equal or 1 (e.g. (B, 1, T_k) for 3-D inputs, (B, 1, 1, T_k)
-    for 4-D ones: ``d2l.padding_mask``).  Returns (output (..., T_q, d_v),
-    weights (..., T_q, T_k)); the weights are those before dropout.
+    leading dims equal (or 1).  mask: what ``F.scaled_dot_product_attention`` takes, a
+    tensor that broadcasts to the scores (..., T_q, T_k) from the right: bool, True
+    where attention is allowed (``d2l.padding_mask`` (B, 1, 1, T_k), ``d2l.causal_mask``
+    or a plain ``torch.tril(torch.ones(T, T, dtype=torch.bool))``), or float, added to
+    the scores.  Returns (output (..., T_q, d_v), weights (..., T_q, T_k)); the weights
+    are those before dropout.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(t, name, floating=True)
@@ -116,8 +118,41 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                          f"{tuple(v.shape)}") from None
     check_dropout(dropout_p, "dropout_p")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
-    weights = masked_softmax(scores, mask)
+    if mask is not None:
+        mask = _broadcast_mask(mask, scores)
+    if mask is not None and mask.is_floating_point():     # added, as torch does
+        weights = F.softmax(scores + mask, dim=-1)
+    else:
+        weights = masked_softmax(scores, mask)
     return F.dropout(weights, dropout_p) @ v, weights
+
+
+def _broadcast_mask(mask, scores: torch.Tensor) -> torch.Tensor:
+    """``mask`` with one dim per dim of ``scores``, as torch broadcasts an attention
+    mask (aligned from the right); a clear error where torch would refuse it."""
+    if not isinstance(mask, torch.Tensor) or not (
+            mask.dtype == torch.bool or mask.is_floating_point()):
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a boolean tensor (True = attend) or a float "
+                         f"tensor added to the scores, got {got}")
+    if mask.is_floating_point() and mask.dtype != scores.dtype:
+        raise ValueError(f"a float mask must have the dtype of q, k and v "
+                         f"({scores.dtype}), got {mask.dtype}")
+    if mask.device != scores.device:
+        raise ValueError(f"mask is on {mask.device} but the scores are on "
+                         f"{scores.device}: move it, e.g. "
+                         f"mask.to({str(scores.device)!r})")
+    try:
+        fits = (2 <= mask.dim() <= scores.dim() and torch.broadcast_shapes(
+            mask.shape, scores.shape) == scores.shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
+                         f"scores (..., T_q, T_k) of shape {tuple(scores.shape)}: "
+                         f"it needs at least the 2 dims (T_q, T_k) and, aligned from "
+                         f"the right, each dim equal to the scores' or 1")
+    return mask.reshape((1,) * (scores.dim() - mask.dim()) + tuple(mask.shape))
 
 
 class AdditiveAttention(nn.Module):

@@ -1,15 +1,13 @@
-"""Claims with their numbers: what a chapter measured, the bound it is held to, a
-verdict.
+"""Findings with their numbers: what a chapter measured, beside what gives it meaning.
 
-    >>> claim("max |ours − torch|", 2.4e-07, "<=", 1e-05)
-    max |ours − torch| = 2.4e-07 ≤ 1e-05 ✓
+    >>> claim("max |ours − torch|", 2.4e-07, "<=", 1e-05, ref=("float32 eps", 1.2e-07))
+    max |ours − torch| = 2.4e-07 (float32 eps 1.2e-07)
 
-A claim prints one line: the quantity, the measured value (and an optional ``note``),
-the comparison and the bound, then ✓ or ✗.  The reader sees the number and its margin,
-not a bare True.  The measured digits differ from machine to machine; the label, the
-bound and the verdict do not: the book's notebook comparison masks the value between
-the last " = " and an inequality (< > ≤ ≥ ≠ ∈), and compares the rest.  An ``==``
-claim is printed with "=" and compared whole (use it for exact counts).
+A claim prints one line: the quantity, the measured value, and the reference that gives
+it meaning (a baseline, a theoretical value, the other variant, torch's value).  The
+bound that guards the finding stays in the code and is never printed: when the measured
+value breaks it, :class:`ClaimError` is raised with the bound, so a finding that no
+longer holds stops the chapter instead of printing a wrong sentence.
 """
 from __future__ import annotations
 
@@ -19,14 +17,17 @@ import numbers
 import numpy as np
 import torch
 
-from .exercises import Verdict
-
-__all__ = ["claim", "fmt_value"]
+__all__ = ["claim", "fmt_value", "ClaimError"]
 
 _OPS = {"<": ("<", lambda v, b: v < b), "<=": ("≤", lambda v, b: v <= b),
         ">": (">", lambda v, b: v > b), ">=": ("≥", lambda v, b: v >= b),
         "==": ("=", lambda v, b: v == b), "!=": ("≠", lambda v, b: v != b),
         "in": ("∈", lambda v, b: b[0] <= v <= b[1])}
+
+
+class ClaimError(AssertionError):
+    """A finding a chapter states no longer holds: the measured value broke its
+    bound."""
 
 
 def fmt_value(x, spec: str | None = None) -> str:
@@ -41,6 +42,8 @@ def fmt_value(x, spec: str | None = None) -> str:
     x = float(x)
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
+    if abs(x) >= 1e15:
+        return f"{x:.3g}"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     if abs(x) >= 1e-3:
@@ -64,15 +67,36 @@ def _scalar(value, name: str):
     raise TypeError(f"{name} must be a number, got {type(value).__name__}")
 
 
-def claim(what: str, value, op: str, bound, *, fmt: str | None = None, unit: str = "",
-          note: str = "") -> Verdict:
-    """Print ``what = value op bound ✓`` (or ✗) and return the :class:`Verdict`.
+def _reference(ref, fmt: str | None, unit: str) -> str:
+    """``ref`` as printed after the value: a string as it is; a (label, number) pair as
+    ``label number``; a list of either, joined with "; "."""
+    if ref is None:
+        return ""
+    items = ref if isinstance(ref, list) else [ref]
+    parts = []
+    for r in items:
+        if isinstance(r, str):
+            parts.append(r)
+        elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str):
+            parts.append(f"{r[0]} {fmt_value(_scalar(r[1], 'ref'), fmt)}{unit}")
+        else:
+            raise TypeError(f"ref must be a string, a (label, number) pair or a "
+                            f"list of those, got {r!r}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def claim(what: str, value, op: str, bound, *, ref=None, fmt: str | None = None,
+          unit: str = "", note: str = "") -> None:
+    """Print ``what = value (ref)``; raise :class:`ClaimError` unless ``value op
+    bound``.
 
     ``op``: one of ``< <= > >= == !=``, or ``"in"`` with ``bound = (lo, hi)``
-    (inclusive).  ``fmt``: a format spec for the value and bound (default:
-    :func:`fmt_value`); ``unit`` is printed after the value and the bound (e.g.
+    (inclusive); the bound is the guard, never printed.  ``ref``: what gives the value
+    its meaning, printed in brackets after it: a string, a ``(label, number)`` pair
+    (formatted like the value) or a list of those.  ``fmt``: a format spec for the
+    numbers (default: :func:`fmt_value`); ``unit`` is printed after each number (e.g.
     ``" s"``, ``"×"``); ``note`` right after the value (e.g. ``" (999/1000)"``).  A NaN
-    value never passes.
+    value never holds.
     """
     if not isinstance(what, str) or not what.strip():
         raise ValueError(f"what must be a non-empty description, got {what!r}")
@@ -85,12 +109,16 @@ def claim(what: str, value, op: str, bound, *, fmt: str | None = None, unit: str
         lo, hi = (_scalar(b, "bound") for b in bound)
         if lo > hi:
             raise ValueError(f"bound=(lo, hi) needs lo <= hi, got {bound!r}")
-        b, shown = (lo, hi), f"[{fmt_value(lo, fmt)}{unit}, {fmt_value(hi, fmt)}{unit}]"
+        b, shown = (lo, hi), f"[{lo:g}, {hi:g}]"
     else:
         b = _scalar(bound, "bound")
-        shown = f"{fmt_value(b, fmt)}{unit}"
+        shown = f"{b:g}" if isinstance(b, float) else str(b)
+    if any(isinstance(x, float) and math.isnan(x) for x in (b if op == "in" else (b,))):
+        raise ValueError(f"bound must be a number, got {bound!r}")
     symbol, test = _OPS[op]
-    ok = not (isinstance(v, float) and math.isnan(v)) and bool(test(v, b))
-    print(f"{what} = {fmt_value(v, fmt)}{unit}{note} {symbol} {shown} "
-          f"{'✓' if ok else '✗'}")
-    return Verdict(ok)
+    line = f"{what} = {fmt_value(v, fmt)}{unit}{note}{_reference(ref, fmt, unit)}"
+    print(line)
+    holds = not (isinstance(v, float) and math.isnan(v)) and bool(test(v, b))
+    if not holds:
+        raise ClaimError(f"the finding no longer holds: {what} = {v!r}, expected "
+                         f"{symbol} {shown}")

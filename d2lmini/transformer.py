@@ -408,14 +408,16 @@ class Transformer(nn.Module):
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: int,
-                  eos_id: int) -> torch.Tensor:
+                  eos_id: int | None = None) -> torch.Tensor:
     """Generate one token at a time, always taking the most likely next token.
 
     src (B, S) -> ids (B, <= max_len) without <bos>.  A row stops after its <eos>;
-    its later positions hold the pad id.  The encoder runs once; the decoder re-reads
-    its whole prefix at every step (no key/value cache: simple, O(max_len^2)).
-    ``model``: an encoder-decoder with ``encode``/``decode`` (``Transformer``,
-    ``GRUSeq2Seq``); a decoder-only ``GPT`` continues a prompt with ``d2l.generate``.
+    its later positions hold the pad id.  ``eos_id=None`` (a task without an end
+    token): every row decodes exactly ``max_len`` tokens. The encoder runs once; the
+    decoder re-reads its whole prefix at every step (no key/value cache: simple,
+    O(max_len^2)). ``model``: an encoder-decoder with ``encode``/``decode``
+    (``Transformer``, ``GRUSeq2Seq``); a decoder-only ``GPT`` continues a prompt
+    with ``d2l.generate``.
     """
     if not all(hasattr(model, a) for a in ("encode", "decode", "decoder", "pad_id")):
         hint = " (for a GPT use d2l.generate(model, prompt, ...))" if hasattr(
@@ -426,6 +428,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
     check_positive_int(max_len, "max_len")
     V = model.decoder.vocab_size
     for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if i is None and name == "eos_id":
+            continue
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < V:
             raise ValueError(f"{name} must be an id in 0..{V - 1}, got {i!r}")
         if i == model.pad_id:
@@ -443,10 +447,12 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, bos_id: i
             if torch.isnan(logits).any():
                 raise ValueError("the model's logits are NaN (diverged training, or "
                                  "NaN weights?): there is no most likely token to pick")
+            logits[:, model.pad_id] = -math.inf      # a pad is never a next token
             next_id = logits.argmax(-1)                                  # (B,)
             next_id = next_id.masked_fill(done, model.pad_id)    # finished rows: pad
             ys = torch.cat([ys, next_id[:, None]], dim=1)        # (B, t + 1)
-            done |= next_id == eos_id
+            if eos_id is not None:
+                done |= next_id == eos_id
             if done.all():
                 break
     finally:

@@ -1,7 +1,9 @@
 """Devices, seeds and the input checks every module shares."""
 from __future__ import annotations
 
+import ast
 import random
+import re
 from typing import Sequence
 
 import numpy as np
@@ -84,19 +86,92 @@ def check_tensor(x, name: str, ndim: int | Sequence[int] | None = None,
     return x
 
 
-def show_source(obj) -> None:
+_CHECK_CALL = re.compile(r"^_?check(_|$)")
+
+
+def _is_check(node) -> bool:
+    """A statement that only validates the arguments: a ``check_*(...)`` call, a
+    ``raise``, or an ``if``/``for``/``try`` made of nothing else."""
+    if isinstance(node, ast.Raise):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        f = node.value.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        return bool(_CHECK_CALL.match(name))
+    if isinstance(node, ast.If):
+        return all(map(_is_check, node.body)) and all(map(_is_check, node.orelse))
+    if isinstance(node, ast.For):
+        return all(map(_is_check, node.body)) and not node.orelse
+    if isinstance(node, ast.Try):
+        return (all(isinstance(b, ast.Expr) for b in node.body) and node.handlers
+                and all(all(map(_is_check, h.body)) for h in node.handlers)
+                and not node.orelse and not node.finalbody)
+    return False
+
+
+def _teaching_core(source: str) -> str:
+    """``source`` without its argument checks: each run of check statements in a
+    function becomes one ``# (argument checks omitted)`` line (with the comments just
+    above it)."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    drop: dict[int, int | None] = {}   # 0-based line -> indent of its marker, or None
+
+    def visit(body):
+        run = False
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(node.body)
+                run = False
+                continue
+            check = _is_check(node) and not isinstance(node, ast.Raise)
+            if check:
+                first = node.lineno - 1
+                while first > 0 and lines[first - 1].strip().startswith("#"):
+                    first -= 1                     # its comments go with it
+                for i in range(first, node.end_lineno):
+                    drop[i] = None
+                if not run:
+                    drop[first] = node.col_offset
+                run = True
+                continue
+            run = False
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(node, field, None)
+                if inner and not all(_is_check(n) for n in inner):
+                    visit(inner)
+            for h in getattr(node, "handlers", []):
+                visit(h.body)
+
+    visit(tree.body)
+    out = []
+    for i, line in enumerate(lines):
+        if i not in drop:
+            out.append(line)
+        elif drop[i] is not None:
+            out.append(" " * drop[i] + "# (argument checks omitted)\n")
+    return "".join(out)
+
+
+def show_source(obj, checks: bool = False) -> None:
     """Show the source of a d2lmini function or class.
 
-    Chapters use it to show the package version of what they just derived.  In IPython
-    or Jupyter the source is displayed highlighted; in plain Python (IPython is
-    optional) it is printed as text.
+    Chapters use it to show the package version of what they just derived: by default
+    its teaching core, each run of argument checks (``check_*`` calls, ``if ...:
+    raise``) replaced by one ``# (argument checks omitted)`` line; ``checks=True``
+    shows every line.  In IPython or Jupyter the source is displayed highlighted; in
+    plain Python (IPython is optional) it is printed as text.
     """
     import inspect
+    import textwrap
 
     if not (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj)):
         raise TypeError(f"show_source shows a function, class or module, e.g. "
                         f"d2l.show_source(d2l.linreg), got {type(obj).__name__}")
-    source = inspect.getsource(obj)
+    check_bool(checks, "checks")
+    source = textwrap.dedent(inspect.getsource(obj))
+    if not checks:
+        source = _teaching_core(source)
     try:
         from IPython import get_ipython
         from IPython.display import Code, display

@@ -377,3 +377,49 @@ def test_mha_state_dict_round_trip_and_prefix():
                                        prefix="blk.")
     assert set(sd) == {f"blk.W_{r}.{p}" for r in "qkvo" for p in ("weight", "bias")}
     assert torch.equal(sd["blk.W_k.weight"], ref.in_proj_weight[8:16])
+
+
+# ------------------------------------------------------------------ masks as torch takes them
+@pytest.mark.parametrize("mask_shape", [(5, 7), (1, 7), (3, 1, 5, 7), (1, 1, 7),
+                                        (4, 5, 7)])
+def test_sdpa_takes_every_mask_torch_broadcasts(mask_shape):
+    """A 2-D (T_q, T_k) mask such as torch.tril(...), or fewer leading dims: the same
+    outputs as F.scaled_dot_product_attention."""
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 4, t, 8, generator=g, dtype=torch.float64)
+               for t in (5, 7, 7))
+    mask = torch.rand(mask_shape, generator=g) > 0.3
+    mask[..., 0] = True                                  # no fully masked row
+    ours, _ = d2l.scaled_dot_product_attention(q, k, v, mask=mask)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(ours, theirs, atol=1e-12)
+
+
+def test_sdpa_plain_tril_causal_mask_and_float_mask():
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(1)
+    q = k = v = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    tril = torch.tril(torch.ones(6, 6, dtype=torch.bool))
+    ours, w = d2l.scaled_dot_product_attention(q, k, v, mask=tril)
+    assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=tril))
+    assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert (w.triu(1) == 0).all()
+    bias = torch.randn(6, 6, generator=g, dtype=torch.float64)
+    ours, _ = d2l.scaled_dot_product_attention(q, k, v, mask=bias)
+    assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=bias))
+
+
+@pytest.mark.parametrize("mask, match", [
+    (torch.ones(5, 6, dtype=torch.bool), "does not broadcast"),       # T_k is 7
+    (torch.ones(2, 4, 5, 7, dtype=torch.bool), "does not broadcast"),  # B is 3
+    (torch.ones(1, 3, 4, 5, 7, dtype=torch.bool), "does not broadcast"),  # too many dims
+    (torch.ones(7, dtype=torch.bool), "at least the 2 dims"),          # torch refuses it
+    (torch.ones(5, 7, dtype=torch.long), "boolean tensor .* or a float"),
+    (torch.zeros(5, 7, dtype=torch.float32), "dtype of q, k and v"),
+    ([[True] * 7] * 5, "boolean tensor"),
+])
+def test_sdpa_refuses_masks_torch_would_refuse(mask, match):
+    q, k, v = (torch.randn(3, 4, t, 8, dtype=torch.float64) for t in (5, 7, 7))
+    with pytest.raises(ValueError, match=match):
+        d2l.scaled_dot_product_attention(q, k, v, mask=mask)

@@ -167,3 +167,44 @@ def test_every_exercise_rejects_wrong_answers_and_accepts_right_ones(name, capsy
         assert out.startswith("✗") and "could not be used" not in out, out
     for right in RIGHT[name]:
         assert d2l.exercise(name, right), capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_has_a_worked_solution_that_passes(name, capsys):
+    """d2l.solution(name) shows the source and the check's ✓; the solution is not in
+    any chapter notebook."""
+    assert d2l.solution(name)
+    out = capsys.readouterr().out
+    assert out.startswith("Worked solution of") and "\n✓ " in out, out
+
+
+def test_a_solution_that_fails_its_check_is_a_bug_not_a_verdict(monkeypatch):
+    name = NAMES[0]
+    monkeypatch.setitem(ex_core._SOLUTIONS, name, (lambda *a: 1 / 0, False))
+    with pytest.raises(RuntimeError, match="failed its own check"):
+        d2l.solution(name)
+
+
+def test_source_rules_find_loops_and_forbidden_names():
+    def looped(x):
+        total = 0
+        for v in x:
+            total += v
+        return [t for t in (total,)][0]
+
+    def vectorised(x):
+        return torch.linalg.norm(x) + F.softmax(x, -1).sum()
+
+    import torch.nn.functional as F  # noqa: F401 (read by vectorised's source only)
+    assert ex_core.loops_in(looped) == ["for (line 3)", "list comprehension (line 5)"]
+    assert ex_core.loops_in(vectorised) == []
+    ex_core.forbid_loops(vectorised)
+    with pytest.raises(ex_core.Wrong, match=r"found a Python loop: for \(line 3\)"):
+        ex_core.forbid_loops(looped)
+    with pytest.raises(ex_core.Wrong, match="uses torch.linalg.norm: no linalg"):
+        ex_core.forbid(vectorised, ["torch.linalg"], "no linalg")
+    with pytest.raises(ex_core.Wrong, match="uses F.softmax"):
+        ex_core.forbid(vectorised, ["softmax"], "write it yourself")
+    ex_core.forbid(vectorised, ["cross_entropy", "torch.nn.functional"], "x")
+    with pytest.raises(ex_core.Wrong, match="could not read your code"):
+        ex_core.forbid_loops(len)

@@ -102,8 +102,30 @@ def test_show_source_prints_plain_text_outside_ipython(monkeypatch, capsys, ipyt
     if ipython == "not installed":
         monkeypatch.setitem(sys.modules, "IPython", None)                # import fails
         monkeypatch.setitem(sys.modules, "IPython.display", None)
-    d2l.show_source(d2l.masked_softmax)
+    d2l.show_source(d2l.masked_softmax, checks=True)
     assert capsys.readouterr().out == inspect.getsource(d2l.masked_softmax)
+
+
+def test_show_source_shows_the_teaching_core_by_default(capsys):
+    """Argument checks (check_* calls, if ...: raise) fold into one comment line per
+    run; the computation and the docstring stay, and the result still parses."""
+    import ast
+    import inspect
+
+    d2l.show_source(d2l.linreg)
+    core = capsys.readouterr().out
+    full = inspect.getsource(d2l.linreg)
+    assert "raise" in full and "check_tensor" in full
+    assert "raise" not in core and "check_" not in core
+    assert core.count("# (argument checks omitted)") == 1
+    assert core.rstrip().endswith("return X @ w + b") and '"""The linear model' in core
+    ast.parse(core)
+    d2l.show_source(d2l.sgd)                   # a check inside the update loop
+    core = capsys.readouterr().out
+    assert "p -= lr * p.grad / batch_size" in core and "raise" not in core
+    ast.parse(core)
+    with pytest.raises(TypeError, match="checks must be True or False"):
+        d2l.show_source(d2l.sgd, checks="yes")
 
 
 # ---------------------------------------------------------------- data

@@ -36,11 +36,13 @@ def test_padding_mask_of_shape_BT_is_refused_by_multi_head_attention():
     assert torch.allclose(four, three)
 
 
-def test_padding_mask_of_shape_BT_is_refused_by_sdpa_and_masked_softmax():
+def test_padding_mask_of_shape_BT_is_refused_by_masked_softmax():
+    """scaled_dot_product_attention takes what torch takes (a (3, 3) mask is read as
+    (T_q, T_k)); masked_softmax wants one dim per dim of the scores."""
     q = torch.randn(3, 3, 4)
     real = torch.ones(3, 3, dtype=torch.bool)
-    with pytest.raises(ValueError, match=r"mask of shape \(3, 3\).*scores of shape \(3, 3, 3\)"):
-        d2l.scaled_dot_product_attention(q, q, q, real)
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\).*scores .*\(3, 3, 3\)"):
+        d2l.scaled_dot_product_attention(q, q, q, torch.ones(3, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"expected a 3-D bool mask"):
         d2l.masked_softmax(torch.randn(3, 3, 3), real)
     with pytest.raises(ValueError, match=r"boolean.*got torch.int64"):

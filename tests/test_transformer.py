@@ -482,3 +482,25 @@ def test_schedules_bad_arguments():
         d2l.noam_schedule(0, 10)
     with pytest.raises(ValueError, match=r"warmup \(20\) must not exceed total \(10\)"):
         d2l.warmup_cosine_schedule(20, 10)
+
+
+def test_greedy_decode_without_an_end_token_decodes_max_len():
+    """The Annotated Transformer's copy task uses every id: no <eos> to stop at. Every
+    row decodes max_len tokens, each the argmax over the non-pad ids given its
+    prefix."""
+    torch.manual_seed(0)
+    model = d2l.Transformer(11, 11, d_model=16, num_heads=2, num_layers=1,
+                            d_ff=32).eval()
+    src = torch.randint(1, 11, (3, 6))
+    out = d2l.greedy_decode(model, src, max_len=9, bos_id=1, eos_id=None)
+    assert out.shape == (3, 9) and (out != model.pad_id).all()
+    ys = torch.ones(3, 1, dtype=torch.long)
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        for _ in range(9):
+            logits = model.decode(ys, memory, src_mask)[:, -1]
+            logits[:, model.pad_id] = -float("inf")
+            ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], 1)
+    assert torch.equal(out, ys[:, 1:])
+    with pytest.raises(ValueError, match="eos_id must be an id"):
+        d2l.greedy_decode(model, src, max_len=9, bos_id=1, eos_id=11)

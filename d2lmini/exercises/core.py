@@ -17,7 +17,9 @@ uses :func:`call` to run the reader's code and :func:`expect` to compare, and ra
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import math
 import numbers
 import os
@@ -29,7 +31,8 @@ import numpy as np
 import torch
 
 __all__ = ["Verdict", "check", "exercise", "register", "Wrong", "NotYet", "call",
-           "expect", "registry", "fresh_generator", "as_number"]
+           "expect", "registry", "fresh_generator", "as_number", "solution",
+           "reference_solution", "loops_in", "names_used", "forbid", "forbid_loops"]
 
 
 class Verdict:
@@ -171,25 +174,31 @@ class Exercise:
     judge: Callable           # judge(answer) -> summary of what was tried; raises Wrong
     chapter: int
     build: bool               # the reader writes a function or a module
+    project: bool = False     # the reader builds a piece the chapter uses and runs it
+                              # on the chapter's task
 
 
 _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
 
 
-def register(name: str, title: str, chapter: int, build: bool = True):
+def register(name: str, title: str, chapter: int, build: bool = True,
+             project: bool = False):
     """Decorator: register ``judge(answer) -> str`` as exercise ``name``.
 
     The judge runs the answer (through :func:`call`) on fresh random inputs, compares
     (with :func:`expect`) against a reference computed inside the judge, raises
     :class:`Wrong` with a hint at the first mismatch, and returns a short summary of
     what it tried ("6 random cases, float16 included, a fully masked row").
+    ``project``: the reader builds a piece the chapter uses and runs it on the
+    chapter's task; the judge also measures the result there.
     """
     def deco(judge):
         if (name in _REGISTRY
                 and _REGISTRY[name].judge.__qualname__ != judge.__qualname__):
             raise ValueError(f"exercise {name!r} is registered twice")
-        _REGISTRY[name] = Exercise(name, title, judge, chapter, build)
+        _REGISTRY[name] = Exercise(name, title, judge, chapter, build or project,
+                                   project)
         return judge
     return deco
 
@@ -204,6 +213,144 @@ def registry() -> dict[str, Exercise]:
                 importlib.import_module(f"{__package__}.{mod.name}")
         _LOADED = True
     return _REGISTRY
+
+
+# ------------------------------------------------------------------ worked solutions
+_SOLUTIONS: dict[str, tuple[Callable, bool]] = {}
+
+
+def solution(name: str, value: bool = False):
+    """Decorator in ``exercises/solutions/chNN.py``: the worked solution of exercise
+    ``name``.  ``value=True``: the exercise asks for a value, and the decorated function
+    (no arguments) computes it."""
+    def deco(fn):
+        if name in _SOLUTIONS and _SOLUTIONS[name][0].__qualname__ != fn.__qualname__:
+            raise ValueError(f"solution {name!r} is defined twice")
+        _SOLUTIONS[name] = (fn, value)
+        return fn
+    return deco
+
+
+def _solutions() -> dict[str, tuple[Callable, bool]]:
+    registry()
+    from . import solutions as pkg
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    return _SOLUTIONS
+
+
+def reference_solution(name: str):
+    """The worked solution of exercise ``name`` as an answer (the function or class, or
+    the value it asks for), without showing it.  Raises ValueError for an unknown
+    name."""
+    known = _solutions()
+    if name not in known:
+        raise ValueError(f"no worked solution for {name!r}; exercises: "
+                         f"{sorted(registry())}")
+    fn, value = known[name]
+    return fn() if value else fn
+
+
+def show_solution(name: str) -> Verdict:
+    """Show the worked solution of exercise ``name`` and run its check.
+
+    A learner asks for it explicitly (``d2l.solution("ch5_masked_softmax")``): it
+    prints a reminder that the exercise is worth trying first, the solution's source,
+    and the check's ✓ line.  Raises RuntimeError if the solution fails its own check
+    (a bug in the book, never the reader's)."""
+    from ..utils import show_source
+
+    exercises = registry()
+    if name not in exercises:
+        raise ValueError(f"no exercise named {name!r}; known: {sorted(exercises)}")
+    answer = reference_solution(name)
+    fn, _ = _solutions()[name]
+    print(f"Worked solution of “{exercises[name].title}” (chapter "
+          f"{exercises[name].chapter}). Reading it teaches most after your own try.")
+    show_source(fn)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        ok = exercise(name, answer)
+    print(buf.getvalue(), end="")
+    if not ok:
+        raise RuntimeError(f"the worked solution of {name!r} failed its own check: "
+                           f"{buf.getvalue().strip()}")
+    return Verdict(True)
+
+
+# ------------------------------------------------------------------ what the code does
+def _tree(fn):
+    """The AST of the reader's function or class, or Wrong if its source is not
+    readable (a function typed at a prompt, a builtin)."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        raise Wrong("could not read your code's source: define it with def in a "
+                    "notebook cell or a file") from None
+    try:
+        return ast.parse(src)
+    except SyntaxError:  # a lambda cut out of a longer line
+        return ast.parse(src.strip().rstrip(",)") if src.lstrip().startswith(
+            "lambda") else "pass")
+
+
+def loops_in(fn) -> list[str]:
+    """The Python loops in ``fn``'s source: ``["for (line 3)", "list comprehension
+    (line 5)"]``."""
+    import ast
+    kinds = {ast.For: "for", ast.While: "while", ast.ListComp: "list comprehension",
+             ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+             ast.GeneratorExp: "generator expression", ast.AsyncFor: "for"}
+    return [f"{kinds[type(node)]} (line {node.lineno})" for node in ast.walk(_tree(fn))
+            if type(node) in kinds]
+
+
+def names_used(fn) -> set[str]:
+    """Every dotted name ``fn``'s source reads or calls: ``{"torch.softmax", "x.sum",
+    "F.cross_entropy", ...}`` (also each name alone: ``"softmax"``)."""
+    import ast
+
+    def dotted(node):
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = dotted(node.value)
+            return f"{base}.{node.attr}" if base else node.attr
+        return None
+
+    found = set()
+    for node in ast.walk(_tree(fn)):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            d = dotted(node)
+            if d:
+                found.add(d)
+                found.add(d.rsplit(".", 1)[-1])
+    return found
+
+
+def forbid(fn, names, why: str) -> None:
+    """Raise :class:`Wrong` when ``fn`` uses any of ``names`` (a dotted name such as
+    ``"torch.linalg"`` also matches everything under it; a bare ``"cross_entropy"``
+    matches it under any module)."""
+    used = names_used(fn)
+    hits = {u for n in names for u in used
+            if u == n or u.startswith(n + ".") or u.endswith("." + n)}
+    # name each use once, by its longest spelling ("torch.linalg.norm", not "norm")
+    shown = sorted(h for h in hits if not any(
+        o != h and (o.startswith(h + ".") or o.endswith("." + h)) for o in hits))
+    if shown:
+        raise Wrong(f"your code uses {', '.join(shown)}: {why}")
+
+
+def forbid_loops(fn, why: str = "the exercise asks for tensor operations, with no "
+                                "Python loop") -> None:
+    """Raise :class:`Wrong` when ``fn``'s source has a Python loop or comprehension."""
+    loops = loops_in(fn)
+    if loops:
+        raise Wrong(f"found a Python loop: {', '.join(loops)}; {why}")
 
 
 def call(fn, *args, case: str = "", **kwargs):
