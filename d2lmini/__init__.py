@@ -25,7 +25,7 @@ from .rnn import AttentionGRUDecoder, ConvStack, GRUEncoder, GRUSeq2Seq
 from .schedules import noam_schedule, warmup_cosine_schedule
 from .text import (DateTranslation, Vocab, bucket_batches, lm_windows, pad_batch,
                    pairs_to_tensors, toy_translation)
-from .io import load, save
+from .io import load, load_results, save
 from .train import History, train
 from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding,
                           PositionWiseFFN, Transformer, greedy_decode,

@@ -21,7 +21,7 @@ from torch import nn
 
 from .text import Vocab
 
-__all__ = ["save", "load", "MODELS"]
+__all__ = ["save", "load", "MODELS", "load_results", "save_results"]
 
 FORMAT = "d2lmini-checkpoint"
 VERSION = 1
@@ -150,3 +150,34 @@ def load(path: str | os.PathLike, device: torch.device | str | None = None):
     if device is not None:
         model = model.to(device)
     return model.eval(), _vocab_from_plain(data["vocab"])
+
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def load_results(name: str) -> dict:
+    """What a long experiment measured, as its script shipped it: the JSON file
+    ``d2lmini/results/<name>.json`` (a script in ``benchmarks/`` reruns it and says
+    the machine, versions and time it took)."""
+    import json
+
+    path = os.path.join(RESULTS, f"{name}.json")
+    if not isinstance(name, str) or not os.path.exists(path):
+        known = sorted(f[:-5] for f in os.listdir(RESULTS) if f.endswith(".json")) \
+            if os.path.isdir(RESULTS) else []
+        raise ValueError(f"no shipped results named {name!r}; known: {known}")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def save_results(name: str, data: dict) -> str:
+    """Write ``data`` (plain JSON values) to ``d2lmini/results/<name>.json``, for the
+    benchmark scripts; returns the path."""
+    import json
+
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    return path

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import time
 import warnings
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ class History:
         self._pending: list[torch.Tensor] = []  # step losses not read yet (0-d tensors)
         self._epoch_ends: list[int] = []  # number of steps at the end of each epoch
         self._epoch_loss: list[float] = []
+        self._reduce = None   # under DDP: the mean over the ranks of the waiting losses
 
     def add_step(self, loss: torch.Tensor) -> None:
         """Record one step's (scalar) loss without reading it."""
@@ -46,9 +48,12 @@ class History:
         GPU the CPU waits here for the queued work to finish)."""
         if self._pending:
             try:
-                self._losses += torch.stack(self._pending).tolist()
+                waiting = torch.stack(self._pending)
             except RuntimeError:  # on different devices: one at a time
-                self._losses += [t.item() for t in self._pending]
+                waiting = torch.tensor([t.item() for t in self._pending])
+            if self._reduce is not None:
+                waiting = self._reduce(waiting)
+            self._losses += waiting.tolist()
             self._pending = []
 
     @property
@@ -72,6 +77,52 @@ class History:
     def __repr__(self) -> str:
         return (f"History(steps={self.steps}, epochs={len(self._epoch_ends)}, "
                 f"metrics={list(self.metrics)}, seconds={self.seconds:.1f})")
+
+
+def _ranks() -> tuple[int, int]:
+    """(rank, world size) of an initialised torch.distributed process group, else
+    (0, 1): one process."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _mean_over_ranks(world: int):
+    def reduce(t: torch.Tensor) -> torch.Tensor:
+        t = t.detach().clone()
+        torch.distributed.all_reduce(t)          # a sum: gloo has no average
+        return t / world
+    return reduce
+
+
+def _shard(batch: tuple, rank: int, world: int, step: int) -> tuple:
+    """This rank's contiguous 1/world slice of every tensor of the batch (dim 0)."""
+    out = []
+    for t in batch:
+        if isinstance(t, torch.Tensor) and t.dim() > 0:
+            if t.shape[0] % world:
+                raise ValueError(f"batch {step + 1} has {t.shape[0]} rows, which do not "
+                                 f"divide among {world} processes: use a batch size "
+                                 f"that is a multiple of {world}")
+            n = t.shape[0] // world
+            t = t[rank * n:(rank + 1) * n]
+        out.append(t)
+    return tuple(out)
+
+
+def _with_last(iterable):
+    """Yield (item, is_last): the loop must know the last micro-batch of an epoch (it
+    is the one whose gradients the processes exchange)."""
+    it = iter(iterable)
+    try:
+        item = next(it)
+    except StopIteration:
+        return
+    for nxt in it:
+        yield item, False
+        item = nxt
+    yield item, True
 
 
 def _to(batch, dev):
@@ -187,7 +238,8 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
           compile: bool | dict = False,
           eval_fn: Callable[[], dict[str, float]] | None = None,
           callbacks: Iterable[Callable[[Any, History], None]] = (),
-          progress: bool = True, desc: str = "train", sync_every: int = 50) -> History:
+          progress: bool = True, desc: str = "train", sync_every: int = 50,
+          accumulate: int = 1, checkpoint: str | None = None, vocab=None) -> History:
     """Train ``net`` and return its :class:`History`.
 
     Each batch is a tuple ``(*inputs, target)``: the loop computes
@@ -213,6 +265,23 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     ``torch.compile(net)`` (or pass a dict of its options, e.g.
     ``{"mode": "max-autotune"}``).  The progress bar counts steps (of a known total when
     ``max_steps`` is set or the data has a length).
+
+    ``accumulate=k``: each optimizer step sums the gradients of ``k`` batches (each
+    loss divided by ``k``: the step sees the mean over ``k`` times the batch), and the
+    step counts, ``max_steps`` and the history count optimizer steps; an epoch that
+    ends after ``m < k`` batches steps with what it has, rescaled by ``k / m``.
+    ``checkpoint="model.pt"``: ``d2l.save(checkpoint, net, vocab)`` at the end.
+
+    Under ``torchrun`` (a process group initialised with
+    ``torch.distributed.init_process_group``): the model is wrapped in
+    ``DistributedDataParallel`` (unless it already is), each of the ``world``
+    processes takes its contiguous ``1/world`` slice of every batch (a batch that
+    does not divide is an error), gradients are averaged over the processes (with
+    ``accumulate``, exchanged only on the last micro-batch: ``no_sync`` before), the
+    logged loss is the mean over the processes, and only rank 0 draws progress, warns
+    and saves; every rank returns the same :class:`History`.  With a loss that is a
+    mean over equally many items per slice, this is one process training on the full
+    batches.  One process without a process group runs unchanged.
 
     The losses stay on the device and are read every ``sync_every`` steps (progress
     bar) and at the end, so the CPU does not wait for the GPU in between (see
@@ -244,6 +313,12 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     if (not isinstance(sync_every, int) or isinstance(sync_every, bool)
             or sync_every < 1):
         raise ValueError(f"sync_every must be a positive int, got {sync_every!r}")
+    if (not isinstance(accumulate, int) or isinstance(accumulate, bool)
+            or accumulate < 1):
+        raise ValueError(f"accumulate must be a positive int, got {accumulate!r}")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path or None, got "
+                        f"{type(checkpoint).__name__}")
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError(f"eval_fn must be a function () -> {{name: value}} or None, "
                         f"got {type(eval_fn).__name__}")
@@ -279,15 +354,32 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     dev = torch.device(device) if device is not None else None
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if amp and dev is not None and dev.type == "cuda" else nullcontext())
-    check = (getattr(net, "check_inputs", None)
+    check = (getattr(getattr(net, "module", net), "check_inputs", None)
              if dev is not None and dev.type != "cpu" else None)
+    rank, world = _ranks()
+    module, ddp = net, None
+    if world > 1 and isinstance(net, torch.nn.Module):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        if isinstance(net, DDP):
+            ddp, module = net, net.module
+        else:
+            place = next(net.parameters(), torch.empty(0)).device
+            ddp = DDP(net, device_ids=[place.index] if place.type == "cuda" else None)
+    progress = progress and rank == 0
+    if checkpoint is not None and not hasattr(module, "config"):
+        raise TypeError(f"checkpoint needs a d2lmini model with .config (Transformer, "
+                        f"GPT, BERT, GRUSeq2Seq), got {type(module).__name__}")
     options = compile if isinstance(compile, dict) else {}
-    forward = torch.compile(net, **options) if compile else net
+    forward = ddp if ddp is not None else net
+    forward = torch.compile(forward, **options) if compile else forward
     hist, start, stop = History(), time.perf_counter(), False
+    if world > 1:
+        hist._reduce = _mean_over_ranks(world)
     try:
         per_epoch = None if callable(data) else len(data)
     except TypeError:
         per_epoch = None
+    per_epoch = None if per_epoch is None else math.ceil(per_epoch / accumulate)
     totals = [t for t in (max_steps, None if per_epoch is None or epochs is None
                           else epochs * per_epoch) if t is not None]
     bar = tqdm(total=min(totals) if totals else None, desc=desc, disable=not progress,
@@ -296,18 +388,22 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
     while epochs is None or epoch < epochs:
         if isinstance(net, torch.nn.Module):
             net.train()
-        n = 0
-        for batch in (data() if callable(data) else data):
+        n, micro, micro_loss = 0, 0, 0.0
+        for batch, last in _with_last(data() if callable(data) else data):
             batch = _as_batch(batch, hist.steps)
             if hist.steps == 0:
                 _check_dtypes(net, batch[:-1])
             if check is not None and _on_cpu(batch):
                 # bad ids: a clear error here, not a device-side assert
                 check(*batch[:-1])
+            if world > 1:
+                batch = _shard(batch, rank, world, hist.steps)
             batch = _to(batch, dev) if dev is not None else batch
             *inputs, target = batch
-            if is_optim:
+            if is_optim and micro == 0:
                 updater.zero_grad(set_to_none=True)
+            micro += 1
+            step_now = micro == accumulate or last
             with autocast:
                 try:
                     out = forward(*inputs)
@@ -325,15 +421,27 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
                 raise TypeError(f"loss must return a tensor, got {type(l).__name__}")
             if l.dim() > 0:
                 l = l.mean()
-            l.backward()
+            quiet = ddp.no_sync() if ddp is not None and not step_now else nullcontext()
+            with quiet:              # processes exchange gradients on the last one only
+                (l / accumulate if accumulate > 1 else l).backward()
+            micro_loss = micro_loss + l.detach()
+            if not step_now:
+                continue
+            if micro < accumulate:   # a short last group: scale to its mean
+                for p in (module.parameters() if isinstance(module, torch.nn.Module)
+                          else []):
+                    if p.grad is not None:
+                        p.grad.mul_(accumulate / micro)
             if grad_clip is not None:
                 params = net.parameters() if isinstance(net, torch.nn.Module) else []
                 torch.nn.utils.clip_grad_norm_(params, grad_clip)
             updater.step() if is_optim else updater()
             if scheduler is not None:
                 scheduler.step()
-            hist.add_step(l)  # no .item(): the loss stays where it is
+            # no .item(): the loss stays where it is
+            hist.add_step(micro_loss / micro if micro > 1 else micro_loss)
             n += 1
+            micro, micro_loss = 0, 0.0
             for cb in callbacks:
                 cb(net, hist)
             if hist.steps % sync_every == 0:
@@ -371,10 +479,14 @@ def train(net: Callable[..., torch.Tensor], loss: Callable[[Any, Any], torch.Ten
         epoch += 1
         if stop:
             break
+    hist.sync()  # the last losses (every rank): waits for the device to finish
     if progress and hist.steps:
         bar.set_postfix(epoch=epoch, loss=f"{hist.step_loss[-1]:.4f}", refresh=False)
     bar.close()
-    hist.sync()  # the last losses: waits for the device to finish
     hist.seconds = time.perf_counter() - start
-    _warn_if_not_finite(hist.step_loss)
+    if rank == 0:
+        _warn_if_not_finite(hist.step_loss)
+        if checkpoint is not None:
+            from .io import save
+            save(checkpoint, module, vocab=vocab)
     return hist
