@@ -22,6 +22,14 @@ from this folder (``_config.yml``: ``sphinx.local_extensions``).  It
 * loads the explorers' and attention views' script and CSS (``d2lmini/static``, package
   data) once per page, as files, on the pages that show one: each notebook output
   carries its own copy (it must stand alone in Jupyter and Colab), the page drops them;
+  a live model's weights (``d2l.live``, ``data-d2l-lazy``) become a file in
+  ``_static/d2lmini/`` that the page loads only when the reader first asks the model
+  something (and leave the downloadable notebooks);
+* gives a phone its own layout of every figure whose text would be under 9 CSS px
+  there: each inline figure's PNG says where its panels are and how small its text is
+  (``d2lmini.figure_layout``); the panels of a wide figure are stacked one under the
+  other for a phone (``<picture>``), and a figure that is still too small is shown at
+  a readable width in a box that scrolls sideways; the numbers go on each ``<img>``;
 * keeps raw TeX out of search snippets (``d2lbook.js``) and loads the search index on
   the search page only (``_config.yml`` numbers figures and drops the empty index).
 """
@@ -32,6 +40,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 from importlib import resources
 
@@ -118,6 +127,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 DROP_SCRIPTS = ("scripts/fontawesome.js", "require.js", "embed-amd.js")
 # d2lmini outputs carry their script and CSS, each marked with the package file it is
 ASSET = re.compile(r'<(script|style) data-d2l-asset="([\w.-]+)">.*?</\1>\n?', re.S)
+# ... and files their script loads only when asked (a live model's weights)
+LAZY = re.compile(r'<script data-d2l-lazy="([\w.-]+)">(.*?)</script>\n?', re.S)
 
 
 def _text(value: str) -> str:
@@ -167,6 +178,15 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
             kept.append(js)
     scripts[:] = kept  # in place: Sphinx holds this very list
     body = context.get("body")
+    if body and "data-d2l-lazy" in body:
+        # a live model's weights: a file next to the package's scripts, loaded by the
+        # page on the reader's first question, not with the page
+        folder = os.path.join(app.outdir, "_static", "d2lmini")
+        os.makedirs(folder, exist_ok=True)
+        for m in LAZY.finditer(body):
+            with open(os.path.join(folder, m.group(1)), "w", encoding="utf-8") as f:
+                f.write(m.group(2).replace("<\\/", "</"))
+        context["body"] = body = LAZY.sub("", body)
     if body and "data-d2l-asset" in body:
         # each d2lmini output carries the script and CSS that draw it (it must stand
         # alone in Jupyter and Colab); the page loads each file once instead
@@ -234,6 +254,131 @@ def _shrink_pngs(folder: str) -> None:
             log.info(f"[d2lbook] {f}: kept as is ({e})")
 
 
+PHONE_PX = 340     # CSS px a figure gets on a 390 px phone (the article's width)
+MIN_TEXT_PX = 9.0  # the smallest text a phone may show
+LAYOUT_KEY = b"d2l-layout"
+IMG = re.compile(r'<img\b([^>]*?)\bsrc="([^"]*?_images/)([^"/]+?)\.png"([^>]*?)/?>')
+
+
+def _read_layout(png: bytes) -> dict | None:
+    """The layout an inline figure carries (``d2lmini.figure_layout``): a PNG tEXt chunk
+    with its smallest text (CSS px at its own size), its width and its panels."""
+    i = 8
+    while i + 8 <= len(png):
+        n, kind = struct.unpack(">I4s", png[i:i + 8])
+        if kind == b"tEXt":
+            key, _, text = png[i + 8:i + 8 + n].partition(b"\0")
+            if key == LAYOUT_KEY:
+                try:
+                    return json.loads(text.decode("latin-1"))
+                except ValueError:
+                    return None
+        if kind == b"IEND":
+            break
+        i += 12 + n
+    return None
+
+
+def _stack(path: str, panels: list):
+    """The figure's panels one under the other (a phone's layout) -> PIL image."""
+    from PIL import Image
+    with Image.open(path) as im:
+        im.load()
+        rgba = im.convert("RGBA")
+    page = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")
+    pad, gap = 6, 24
+    crops = [page.crop((max(0, x0 - pad), max(0, y0 - pad), min(page.width, x1 + pad),
+                        min(page.height, y1 + pad))) for x0, y0, x1, y1 in panels]
+    width = max(c.width for c in crops)
+    stacked = Image.new("RGB", (width, sum(c.height for c in crops) + gap * (len(crops) - 1)),
+                        "white")
+    y = 0
+    for c in crops:
+        stacked.paste(c, ((width - c.width) // 2, y))
+        y += c.height + gap
+    return stacked
+
+
+def _phone_figures(outdir: str) -> None:
+    """A phone layout for every inline figure whose text would be under 9 CSS px on a
+    phone: its panels stacked (``<picture>`` with a phone source) and, where that is
+    not enough, shown at the width that makes its text 9 px in a box that scrolls
+    sideways.  Each figure's numbers are written on its ``<img>`` (``data-d2l-text``:
+    smallest text in CSS px at its own width ``data-d2l-w``; ``data-d2l-phone-*`` the
+    same for the phone's picture), so a browser test can measure what a reader sees."""
+    folder = os.path.join(outdir, "_images")
+    if not os.path.isdir(folder):
+        return
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        return
+    plans = {}
+    for f in sorted(os.listdir(folder)):
+        if not f.endswith(".png") or f.endswith(".phone.png"):
+            continue
+        path = os.path.join(folder, f)
+        with open(path, "rb") as fh:
+            lay = _read_layout(fh.read())
+        if not lay or not lay.get("text_px") or not lay.get("width"):
+            continue
+        text, width = float(lay["text_px"]), float(lay["width"])
+        attrs = {"data-d2l-text": text, "data-d2l-w": width}
+        shown, phone, zoom = text * min(1.0, PHONE_PX / width), None, None
+        panels = lay.get("panels") or []
+        if shown < MIN_TEXT_PX and len(panels) >= 2:
+            try:
+                from PIL import Image
+                stacked = _stack(path, panels)
+                with open(path, "rb") as fh:
+                    w_px = struct.unpack(">I", fh.read()[16:20])[0]
+                w = stacked.width * width / w_px                      # CSS px
+                if text * min(1.0, PHONE_PX / w) > shown + 0.5:
+                    # stored at twice the width a phone shows it (sharp, no heavier)
+                    keep = min(w, max(PHONE_PX, w * MIN_TEXT_PX / text))
+                    if keep < w:
+                        stacked = stacked.resize((round(2 * keep), round(
+                            stacked.height * 2 * keep / stacked.width)), Image.LANCZOS)
+                    phone = f[:-4] + ".phone.png"
+                    stacked.save(os.path.join(folder, phone), format="PNG", optimize=True)
+                    t = round(text * keep / w, 2)
+                    width, text, shown = round(keep, 1), t, t * min(1.0, PHONE_PX / keep)
+                    attrs.update({"data-d2l-phone-text": t, "data-d2l-phone-w": width})
+            except Exception as e:  # a figure we cannot cut stays whole
+                log.info(f"[d2lbook] {f}: no phone layout ({e})")
+        if shown < MIN_TEXT_PX - 1e-9:
+            zoom = int(-(-width * MIN_TEXT_PX // text))
+        plans[f[:-4]] = (attrs, phone, zoom)
+    if not plans:
+        return
+
+    def repl(m):
+        plan = plans.get(m.group(3))
+        if plan is None:
+            return m.group(0)
+        attrs, phone, zoom = plan
+        extra = "".join(f' {k}="{v}"' for k, v in attrs.items())
+        tag = f'<img{m.group(1)}src="{m.group(2)}{m.group(3)}.png"{m.group(4)}{extra} />'
+        if phone:
+            tag = (f'<picture class="d2l-phone"><source media="(max-width: 600px)" '
+                   f'srcset="{m.group(2)}{phone} 2x">{tag}</picture>')
+        if zoom:
+            tag = (f'<span class="d2l-zoom" style="--d2l-phone-w: {zoom}px">'
+                   f'{tag}</span>')
+        return tag
+
+    for root, _, files in os.walk(outdir):
+        for f in files:
+            if f.endswith(".html"):
+                p = os.path.join(root, f)
+                with open(p, encoding="utf-8") as fh:
+                    html_text = fh.read()
+                new = IMG.sub(repl, html_text)
+                if new != html_text:
+                    with open(p, "w", encoding="utf-8") as fh:
+                        fh.write(new)
+
+
 def _shrink_notebooks(folder: str) -> None:
     """The notebooks readers download (``_sources``): their figures as palette PNGs too
     (the same pictures as the pages'; about two thirds of the book's weight otherwise)."""
@@ -253,6 +398,13 @@ def _shrink_notebooks(folder: str) -> None:
                 changed = False
                 for cell in nb.get("cells", []):
                     for out in cell.get("outputs", []):
+                        page = out.get("data", {}).get("text/html")
+                        text = "".join(page) if isinstance(page, list) else page
+                        if isinstance(text, str) and "data-d2l-lazy" in text:
+                            # a live model's weights: the cell brings them back when
+                            # it runs; the download stays light
+                            out["data"]["text/html"] = LAZY.sub("", text)
+                            changed = True
                         png = out.get("data", {}).get("image/png")
                         if not isinstance(png, str):
                             continue
@@ -322,6 +474,7 @@ def _build_finished(app, exc) -> None:
     (source maps, the Font Awesome script, TrueType copies of the icon fonts)."""
     if exc is not None or app.builder.format != "html":
         return
+    _phone_figures(app.outdir)  # reads the layouts _shrink_pngs drops
     _shrink_pngs(os.path.join(app.outdir, "_images"))
     _shrink_notebooks(os.path.join(app.outdir, "_sources"))
     _subset_icon_fonts(app.outdir)  # reads the .ttf files deleted below

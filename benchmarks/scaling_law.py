@@ -1,25 +1,27 @@
 """Chapter 15's scaling law: GPTs of 7 sizes trained on tiny Shakespeare, and a
 prediction of the largest one made before it is trained.
 
-Run from the repository root, on one thread (about 2 CPU-hours on one core of an
-AMD EPYC; it resumes where it stopped when run again):
+Run from the repository root, one thread per process (about 40 CPU-minutes on an AMD
+EPYC; it resumes where it stopped when run again):
 
-    OMP_NUM_THREADS=1 nohup python benchmarks/scaling_law.py > scaling.log 2>&1 &
-    python benchmarks/scaling_law.py --quick --name scaling_quick     # a 2-minute try
+    OMP_NUM_THREADS=1 nohup python benchmarks/scaling_law.py --jobs 2 > scaling.log 2>&1 &
+    python benchmarks/scaling_law.py --quick --name scaling_quick     # a pipeline try
 
 What it does, in order, writing ``d2lmini/results/<name>.json`` after every run:
 
-1. learning rate: sizes S1, S4, S6 at D_max / 4 tokens, seed 0, four rates; the
-   best rate of each, fitted as lr = c N^(-g) (a line in log-log), gives every
-   size its rate (the held-out size XL included), before any other run;
-2. fixed budget: sizes S1..S6 (non-embedding N from 3.3 thousand to 448 thousand),
-   seeds 0, 1, 2, each trained on D_max tokens with its own full schedule;
+1. learning rate: sizes S1, S4, S6 on 500,000 tokens, seed 0, four rates (and one
+   more, 2.5x beyond, while the best sits at an edge of the grid); the best rate of
+   each, fitted as lr = c N^(-g) (a line in log-log), gives every size its rate (the
+   held-out size XL included), before any other run;
+2. fixed budget: sizes S1..S6 (non-embedding N from 3.3 thousand to 150 thousand),
+   seeds 0, 1, 2, each trained on D_max = 1,000,000 tokens with its own full
+   schedule;
 3. the fit L(N) = a N^(-alpha) + L_inf on those 18 runs, with a bootstrap over
-   seeds, and from it the **prediction** of XL's held-out loss (N = 793 thousand,
-   1.8x the largest fitted size), written to the file before XL trains;
-4. XL at D_max, seeds 0, 1, 2;
-5. the compute grid: S1..S6 at D_max / 8, / 4, / 2, seeds 0, 1, 2 (each with its own
-   schedule, so that no point is read off an unfinished cosine), for the fit
+   seeds, and from it the **prediction** of XL's held-out loss (N = 448 thousand,
+   3x the largest fitted size), written to the file before XL trains;
+4. XL at D_max, seed 0; the compute grid: S1..S6 at D_max / 8, / 4, / 2, seeds 0, 1,
+   2 (each with its own schedule, so that no point is read off an unfinished
+   cosine); XL seeds 1 and 2; the grid and the fixed runs are the points of the fit
    L(N, D) = E + A N^(-alpha) + B D^(-beta) and its compute-optimal allocation.
 """
 from __future__ import annotations
@@ -45,23 +47,59 @@ LRS = [1e-3, 2.5e-3, 6e-3, 1.5e-2]
 SEEDS = [0, 1, 2]
 
 
+def _train(task, context, batch_size, eval_windows, data=None):
+    phase, size, tokens, seed, lr = task
+    torch.set_num_threads(1)
+    c0 = time.process_time()
+    r = scaling.train_lm(size, tokens, seed, lr, context=context,
+                         batch_size=batch_size, data=data or _DATA.get("data"),
+                         eval_windows=eval_windows)
+    r.pop("model")
+    r.update(phase=phase, size=size, tokens_asked=tokens,
+             cpu_seconds=round(time.process_time() - c0, 2),
+             heldout=round(r["heldout"], 5))
+    return r
+
+
+_DATA = {}
+
+
+class _Job:
+    """One training run in a worker process (picklable)."""
+
+    def __init__(self, context, batch_size, eval_windows):
+        self.args = (context, batch_size, eval_windows)
+
+    def __call__(self, task):
+        if "data" not in _DATA:
+            _DATA["data"] = scaling.char_data()
+        return _train(task, *self.args)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--name", default="scaling_law")
-    ap.add_argument("--tokens", type=int, default=2_000_000, help="D_max")
+    ap.add_argument("--tokens", type=int, default=1_000_000, help="D_max")
+    ap.add_argument("--sweep-tokens", type=int, default=500_000)
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="training runs at once, one process (and thread) each")
     ap.add_argument("--quick", action="store_true",
-                    help="a pipeline check: D_max = 40 000 tokens, eval on 32 windows")
+                    help="a pipeline check: D_max = 40 000 tokens, a sweep at 20 000, "
+                         "eval on 32 windows")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     D_max = 40_000 if args.quick else args.tokens
     eval_windows = 32 if args.quick else None
-    settings = {"D_max": D_max, "context": args.context, "batch_size": args.batch_size,
+    sweep_tokens = 20_000 if args.quick else args.sweep_tokens
+    settings = {"D_max": D_max, "sweep_tokens": sweep_tokens,
+                "context": args.context, "batch_size": args.batch_size,
                 "threads": args.threads, "shapes": {k: list(v) for k, v in
                                                     scaling.SHAPES.items()},
                 "fit_sizes": FIT_SIZES, "sweep_sizes": SWEEP_SIZES, "lrs": LRS,
+                "lr_grid": "x 2.5 beyond an edge while the best is there",
                 "seeds": SEEDS, "warmup_frac": 0.1, "final_lr": 0.1,
                 "weight_decay": 0.1, "optimizer": "AdamW(0.9, 0.99), clip 1.0",
                 "model": "d2l.GPT, chapter 12's defaults, d_ff = 4 d_model",
@@ -71,8 +109,14 @@ def main():
                 "N": "non-embedding parameters (blocks + final LayerNorm)"}
     path = os.path.join(RESULTS, f"{args.name}.json")
     res = d2l.load_results(args.name) if os.path.exists(path) else {}
-    if res.get("settings") != settings:
-        res = {"settings": settings, "runs": []}
+    old = res.get("settings", {})
+    if old != settings:           # keep the learning-rate sweep if only D_max changed
+        rest = lambda d: {k: v for k, v in d.items()
+                          if k not in ("D_max", "sweep_tokens")}
+        same_sweep = rest(old) == rest(settings)
+        res = {"settings": settings,
+               "runs": [r for r in res.get("runs", []) if same_sweep
+                        and r["phase"] == "lr" and r["tokens_asked"] == sweep_tokens]}
     res.update(machine=machine(), torch=str(torch.__version__))
     data = scaling.char_data()
     done = {(r["phase"], r["size"], r["tokens_asked"], r["seed"], r["lr"])
@@ -83,27 +127,45 @@ def main():
         res["cpu_seconds"] = round(sum(r["cpu_seconds"] for r in res["runs"]), 1)
         save_results(args.name, res)
 
-    def run(phase, size, tokens, seed, lr):
-        if (phase, size, tokens, seed, lr) in done:
-            return
-        c0 = time.process_time()
-        r = scaling.train_lm(size, tokens, seed, lr, context=args.context,
-                             batch_size=args.batch_size, data=data,
-                             eval_windows=eval_windows)
-        r.pop("model")
-        r.update(phase=phase, size=size, tokens_asked=tokens,
-                 cpu_seconds=round(time.process_time() - c0, 2),
-                 heldout=round(r["heldout"], 5))
+    def record(r):
         res["runs"].append(r)
-        done.add((phase, size, tokens, seed, lr))
+        done.add((r["phase"], r["size"], r["tokens_asked"], r["seed"], r["lr"]))
         save()
-        print(f"{phase:6} {size} D={r['tokens']:>9,} seed {seed} lr {lr:.2g}: "
-              f"held-out {r['heldout']:.4f}  ({r['seconds']:.0f} s)", flush=True)
+        print(f"{r['phase']:6} {r['size']} D={r['tokens']:>9,} seed {r['seed']} lr "
+              f"{r['lr']:.2g}: held-out {r['heldout']:.4f}  ({r['seconds']:.0f} s)",
+              flush=True)
 
-    # 1. learning rates
+    def run(phase, size, tokens, seed, lr):
+        runs([(phase, size, tokens, seed, lr)])
+
+    def runs(tasks):
+        """Train the tasks not done yet, on --jobs processes, saving each result."""
+        todo = [t for t in tasks if t not in done]
+        if args.jobs == 1 or len(todo) < 2:
+            for t in todo:
+                record(_train(t, args.context, args.batch_size, eval_windows, data))
+            return
+        import multiprocessing as mp
+        with mp.get_context("fork").Pool(args.jobs) as pool:
+            for r in pool.imap_unordered(_Job(args.context, args.batch_size,
+                                              eval_windows), todo):
+                record(r)
+
+    # 1. learning rates: the grid grows by a factor 2.5 while the best is at its edge
     for size in SWEEP_SIZES:
-        for lr in LRS:
-            run("lr", size, D_max // 4, 0, lr)
+        lrs = list(LRS)
+        while True:
+            for lr in lrs:
+                run("lr", size, sweep_tokens, 0, lr)
+            got = {r["lr"]: r["heldout"] for r in res["runs"]
+                   if r["phase"] == "lr" and r["size"] == size}
+            top = min(got, key=got.get)
+            if top == max(got) and top < 0.1:
+                lrs = [float(f"{top * 2.5:.3g}")]
+            elif top == min(got) and top > 1e-4:
+                lrs = [float(f"{top / 2.5:.3g}")]
+            else:
+                break
     sweep = [r for r in res["runs"] if r["phase"] == "lr"]
     best = {s: min((r for r in sweep if r["size"] == s), key=lambda r: r["heldout"])
             for s in SWEEP_SIZES}
@@ -123,9 +185,8 @@ def main():
     print("learning rates:", lr_of, flush=True)
 
     # 2. fixed budget
-    for seed in SEEDS:
-        for size in FIT_SIZES:
-            run("fixed", size, D_max, seed, lr_of[size])
+    runs([("fixed", size, D_max, seed, lr_of[size]) for seed in SEEDS
+          for size in FIT_SIZES])
 
     # 3. the prediction, before XL trains
     fixed = [r for r in res["runs"] if r["phase"] == "fixed"]
@@ -155,15 +216,12 @@ def main():
         save()
         print("prediction for XL:", res["prediction"], flush=True)
 
-    # 4. the held-out size
-    for seed in SEEDS:
-        run("xl", "XL", D_max, seed, lr_of["XL"])
-
-    # 5. the compute grid
-    for div in (8, 4, 2):
-        for seed in SEEDS:
-            for size in FIT_SIZES:
-                run("grid", size, D_max // div, seed, lr_of[size])
+    # 4. the held-out size (seed 0 first), 5. the compute grid, interleaved so that
+    # an interrupted run leaves a usable part of each
+    runs([("xl", "XL", D_max, SEEDS[0], lr_of["XL"])]
+         + [("grid", size, D_max // div, seed, lr_of[size]) for div in (8, 4, 2)
+            for seed in SEEDS for size in FIT_SIZES]
+         + [("xl", "XL", D_max, seed, lr_of["XL"]) for seed in SEEDS[1:]])
     res["complete"] = True
     save()
     print(f"done: {res['seconds'] / 3600:.2f} h of training, "

@@ -10,7 +10,7 @@ from .exercises import check, exercise
 from .exercises import show_solution as solution
 from .claims import ClaimError, claim
 from .stats import Comparison, compare, forest_plot, interval
-from .masks import causal_mask, length_mask, padding_mask
+from .masks import causal_mask, length_mask, local_causal_mask, padding_mask
 from .maps import AttentionMaps, collect_attention
 from .gpt import (GPT, KVCache, generate, gelu_tanh, kv_cache_benchmark, kv_cache_bytes,
                   load_corpus)
@@ -18,7 +18,7 @@ from .bpe import BPE
 from .gpt2 import (GPT_CONFIGS, gpt2_from_hf, gpt_kv_cache_bytes_per_token,
                    gpt_param_count, gpt_train_flops, huggingface_reachable)
 from .monitor import TrainingMonitor
-from .norms import BatchNorm, LayerNorm
+from .norms import BatchNorm, LayerNorm, RMSNorm
 from .plot import plot, show_heatmaps
 from .regression import accuracy, cross_entropy, linreg, sgd, softmax, squared_loss
 from .rnn import AttentionGRUDecoder, ConvStack, GRUEncoder, GRUSeq2Seq
@@ -26,17 +26,22 @@ from .schedules import noam_schedule, warmup_cosine_schedule
 from .text import (DateTranslation, Vocab, bucket_batches, lm_windows, pad_batch,
                    pairs_to_tensors, toy_translation)
 from .io import load, load_results, save
+from .checkpoints import load_pretrained
 from .train import History, train
 from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding,
                           PositionWiseFFN, Transformer, greedy_decode,
                           label_smoothing_cross_entropy, sequence_loss,
                           state_dict_from_torch)
 from .utils import device, set_seed, show_source
+from .memory import peak_memory  # chapter 2: reverse mode's memory against depth
+from .graphdraw import graph_diagram, network_diagram  # chapters 2 and 3
 from .diagrams import diagram
 from .views import head_view, model_view
+from .live import live
 from .widgets import (AttentionExplorer, PEExplorer, attention_explorer,
                       attention_figure, pe_explorer, pe_figure)
 
 from . import ablation  # chapter 9: train one variant on the dates, measure it
+from . import ddp  # more than one device: torchrun, average_gradients
 
 __version__ = "0.1.0"

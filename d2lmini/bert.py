@@ -26,7 +26,8 @@ from .transformer import EncoderBlock, _compiling, check_token_ids
 from .utils import check_device, check_generator, check_positive_int, check_tensor
 
 __all__ = ["BERT", "mask_tokens", "bert_from_hf", "CharVocab", "book_vocab",
-           "book_windows", "mlm_accuracy", "load_book_bert"]
+           "book_windows", "mlm_accuracy", "load_book_bert", "nsp_pairs",
+           "pseudo_log_likelihood", "bert_param_count"]
 
 # the FFN's activation; BERT uses the exact GELU (Hugging Face's hidden_act "gelu")
 ACTIVATIONS = {"gelu": F.gelu,
@@ -452,3 +453,102 @@ def load_book_bert(path=None):
     model = BERT(**ckpt["config"])
     model.load_state_dict(ckpt["state_dict"])
     return model.eval(), CharVocab(ckpt["chars"]), dict(ckpt["train"])
+
+
+# ------------------------------------------------------------------ chapter 14's tasks
+def nsp_pairs(ids: torch.Tensor, n: int, generator: torch.Generator | None = None,
+              a_len: int = 14, b_len: int = 15):
+    """Next-sentence-prediction rows from a stream of character ids, as BERT builds
+    them from sentences: ``[CLS] A [SEP] B [SEP]`` where A is ``a_len`` consecutive
+    characters at a random place and, for a random half of the rows (label 1,
+    IsNext), B is the ``b_len`` characters that follow A; for the other half (label 0,
+    NotNext), B is taken from another random place.  Segments: 0 for ``[CLS] A
+    [SEP]``, 1 for ``B [SEP]``.  -> (tokens, segments, is_next): (n, a_len + b_len + 3)
+    long twice and (n,) long."""
+    check_positive_int(n, "n")
+    check_positive_int(a_len, "a_len")
+    check_positive_int(b_len, "b_len")
+    check_generator(generator)
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 \
+            or len(ids) < 2 * (a_len + b_len):
+        raise ValueError(f"ids must be a 1-D tensor of at least {2 * (a_len + b_len)} "
+                         f"character ids")
+    span = a_len + b_len
+    start = torch.randint(len(ids) - span + 1, (n,), generator=generator)
+    is_next = torch.randint(2, (n,), generator=generator)
+    other = torch.randint(len(ids) - b_len + 1, (n,), generator=generator)
+    other = torch.where(other == start + a_len, (other + b_len) % (len(ids) - b_len),
+                        other)                          # never the true next piece
+    b_start = torch.where(is_next == 1, start + a_len, other)
+    a = torch.stack([ids[s:s + a_len] for s in start.tolist()])
+    b = torch.stack([ids[s:s + b_len] for s in b_start.tolist()])
+    cls = torch.full((n, 1), CharVocab.cls_id)
+    sep = torch.full((n, 1), CharVocab.sep_id)
+    tokens = torch.cat([cls, a, sep, b, sep], 1)
+    segments = torch.cat([torch.zeros(n, a_len + 2, dtype=torch.long),
+                          torch.ones(n, b_len + 1, dtype=torch.long)], 1)
+    return tokens, segments, is_next
+
+
+@torch.no_grad()
+def pseudo_log_likelihood(model: BERT, tokens: torch.Tensor, mask_id: int,
+                          special_ids=(), positions=None,
+                          batch_size: int = 2048) -> torch.Tensor:
+    """The masked LM's pseudo-log-likelihood of each row (Salazar et al., 2020): mask
+    one position at a time, read the log-probability the model gives the hidden token
+    there, and sum over the row's positions that hold no special id (only over
+    ``positions``, a list of columns, when given).  Needs no label.  tokens (B, T) ->
+    (B,) float, in nats (higher: the text looks more like what the model was trained
+    on)."""
+    check_tensor(tokens, "tokens", ndim=2)
+    B, T = tokens.shape
+    special = torch.tensor(sorted(set(special_ids) | {mask_id}), dtype=torch.long)
+    scored = ~torch.isin(tokens, special)
+    if positions is not None:
+        cols = torch.zeros(T, dtype=torch.bool)
+        cols[torch.as_tensor(positions, dtype=torch.long)] = True
+        scored &= cols
+    rows, cols = scored.nonzero(as_tuple=True)
+    dev = model.token_embedding.weight.device
+    was_training = model.training
+    model.eval()
+    scores = torch.zeros(len(rows))
+    try:
+        for k in range(0, len(rows), batch_size):
+            r, c = rows[k:k + batch_size], cols[k:k + batch_size]
+            x = tokens[r].clone()
+            x[torch.arange(len(r)), c] = mask_id               # one blank per copy
+            x = x.to(dev)
+            hidden = model(x)[torch.arange(len(r), device=dev), c.to(dev)]   # (n, d)
+            logp = model.mlm_logits(hidden[:, None])[:, 0].float().log_softmax(-1)
+            scores[k:k + len(r)] = logp.gather(
+                1, tokens[r, c].to(dev)[:, None])[:, 0].cpu()
+    finally:
+        model.train(was_training)
+    return torch.zeros(B).index_add_(0, rows, scores)
+
+
+def bert_param_count(config, pooler: bool = True, mlm_head: bool = False) -> int:
+    """Parameters of a BERT from its configuration: a :class:`BERT`, its ``config``
+    dict, or a Hugging Face ``BertConfig``.  Embeddings (token, position, segment and
+    their LayerNorm) + L blocks (4 attention matrices, the FFN, 2 LayerNorms) + the
+    pooler (``pooler``) + the masked-LM head without its tied matrix
+    (``mlm_head``)."""
+    if isinstance(config, BERT):
+        config = config.config
+    if isinstance(config, dict):
+        V, d, L, f = (config["vocab_size"], config["d_model"], config["num_layers"],
+                      config["d_ff"])
+        P, S = config["max_len"], config.get("num_segments", 2)
+    else:
+        try:
+            V, d, L, f = (config.vocab_size, config.hidden_size,
+                          config.num_hidden_layers, config.intermediate_size)
+            P, S = config.max_position_embeddings, config.type_vocab_size
+        except AttributeError:
+            raise TypeError(f"config must be a d2l.BERT, its config dict or a "
+                            f"BertConfig, got {type(config).__name__}") from None
+    embeddings = (V + P + S) * d + 2 * d
+    block = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    return (embeddings + L * block + (d * d + d if pooler else 0)
+            + (d * d + d + 2 * d + V if mlm_head else 0))

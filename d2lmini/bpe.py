@@ -251,8 +251,9 @@ class BPE:
         special = {s: i for s, i in encoder.items() if i not in taken}
         tok = cls(merges, SPLIT_PATTERN, special_tokens=special,
                   byte_ids=[encoder[to_char[b]] for b in range(256)])
+        spell = to_byte.__getitem__
         for s, i in encoder.items():                 # every entry spells its bytes
-            if s not in special and tok.vocab[i] != bytes(to_byte[c] for c in s):
+            if s not in special and tok.vocab[i] != bytes(map(spell, s)):
                 raise ValueError(f"encoder_json entry {s!r} -> {i} does not spell the "
                                  f"bytes its merges make")
         return tok
@@ -399,12 +400,13 @@ def _read_merges(source) -> list[tuple[str, str]]:
             lines = f.read().split("\n")
         pairs = [tuple(line.split(" ")) for line in lines
                  if line and not line.startswith("#version")]
+        bad = [p for p in pairs if len(p) != 2]
     elif isinstance(source, (list, tuple)):
         pairs = [tuple(p) for p in source]
+        bad = [p for p in pairs if len(p) != 2 or not all(isinstance(s, str) for s in p)]
     else:
         raise TypeError(f"vocab_bpe must be a path to GPT-2's vocab.bpe or a list of "
                         f"(a, b) pairs, got {type(source).__name__}")
-    bad = [p for p in pairs if len(p) != 2 or not all(isinstance(s, str) for s in p)]
     if bad:
         raise ValueError(f"vocab_bpe: each merge is two strings 'a b', got {bad[0]!r}")
     return pairs

@@ -1,5 +1,5 @@
 """What one sequence layer costs as the length T grows, and how far its information
-travels: a GRU, a causal Conv1d and self-attention, side by side (chapter 10).
+travels: a GRU, a causal Conv1d and self-attention, side by side (chapter 11).
 
     rows = cost_table([16, 64, 256, 1024], d_model=64)   # one dict per (layer, T)
 
@@ -7,6 +7,7 @@ travels: a GRU, a causal Conv1d and self-attention, side by side (chapter 10).
 """
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Callable, Sequence
 
@@ -84,13 +85,12 @@ def saved_bytes(layer: nn.Module, x: torch.Tensor) -> int:
     return saved.bytes
 
 
-def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4,
-               reps: int = 3,
-               device: torch.device | str | None = None) -> tuple[float, int]:
-    """Seconds of forward + backward on x (batch_size, T, d_model), the fastest of
-    ``reps`` runs (the least disturbed by whatever else the machine is doing), and the
-    bytes saved for backward.  The layer is moved to ``device`` (default: where it
-    is)."""
+def layer_times(layer: nn.Module, T: int, d_model: int, batch_size: int = 4,
+                reps: int = 7,
+                device: torch.device | str | None = None) -> tuple[list[float], int]:
+    """Seconds of ``reps`` runs of forward + backward on x (batch_size, T, d_model),
+    after one warm-up run, and the bytes saved for backward.  The layer is moved to
+    ``device`` (default: where it is)."""
     check_positive_int(T, "T"), check_positive_int(reps, "reps")
     dev = (torch.device(device) if device is not None
            else next(layer.parameters()).device)
@@ -111,25 +111,75 @@ def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4,
         step()
         sync()
         times.append(time.perf_counter() - t0)
-    return min(times), saved.bytes
+    return times, saved.bytes
+
+
+def layer_cost(layer: nn.Module, T: int, d_model: int, batch_size: int = 4,
+               reps: int = 7,
+               device: torch.device | str | None = None) -> tuple[float, int]:
+    """Seconds of forward + backward on x (batch_size, T, d_model), the median of
+    ``reps`` runs (:func:`layer_times`), and the bytes saved for backward."""
+    times, nbytes = layer_times(layer, T, d_model, batch_size, reps, device)
+    return statistics.median(times), nbytes
 
 
 def cost_table(T_values: Sequence[int], d_model: int = 64, batch_size: int = 2,
-               kernel_size: int = 3, num_heads: int = 4, reps: int = 3,
+               kernel_size: int = 3, num_heads: int = 4, reps: int = 7,
                device: torch.device | str | None = None, seed: int = 0) -> list[dict]:
     """Time and memory of one layer of each kind at every T.
 
-    Returns one dict per (layer, T): ``{"layer", "T", "ms", "MiB"}`` (MiB: saved for
-    backward).
+    Returns one dict per (layer, T): ``{"layer", "T", "ms", "ms_min", "ms_max",
+    "MiB"}``: the median, fastest and slowest of ``reps`` runs of forward + backward,
+    and the MiB saved for backward.
     """
     torch.manual_seed(seed)
     layers = sequence_layers(d_model, kernel_size, num_heads)
     rows = []
     for name, layer in layers.items():
         for T in T_values:
-            sec, mem = layer_cost(layer, T, d_model, batch_size, reps, device or "cpu")
-            rows.append({"layer": name, "T": T, "ms": 1e3 * sec, "MiB": mem / 2**20})
+            times, mem = layer_times(layer, T, d_model, batch_size, reps,
+                                     device or "cpu")
+            rows.append({"layer": name, "T": T,
+                         "ms": 1e3 * statistics.median(times),
+                         "ms_min": 1e3 * min(times), "ms_max": 1e3 * max(times),
+                         "MiB": mem / 2**20})
     return rows
+
+
+@torch.no_grad()
+def attention_parts(B: int, T: int, d_model: int = 64, num_heads: int = 4,
+                    reps: int = 7, seed: int = 0) -> dict[str, float]:
+    """Where the forward time of one self-attention layer goes, on the CPU: the
+    median milliseconds of ``reps`` runs of each step on x (B, T, d_model):
+    ``"projections"`` (W_q, W_k, W_v and W_o), ``"QK^T"`` (the scores),
+    ``"scale + softmax"`` (element-wise over the (B, h, T, T) scores) and
+    ``"weights @ V"``; ``"score MiB"``: the size of one (B, h, T, T) float32
+    tensor."""
+    check_positive_int(B, "B"), check_positive_int(T, "T")
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, d_model, generator=g)
+    W = [torch.randn(d_model, d_model, generator=g) / d_model ** 0.5 for _ in range(4)]
+    d_k = d_model // num_heads
+    split = lambda y: y.view(B, T, num_heads, d_k).transpose(1, 2)
+    q, k, v = (split(x @ w) for w in W[:3])
+    s = q @ k.transpose(-1, -2)
+    a = (s / d_k ** 0.5).softmax(-1)
+    o = (a @ v).transpose(1, 2).reshape(B, T, d_model)
+    steps = {"projections": lambda: [x @ w for w in W[:3]] + [o @ W[3]],
+             "QK^T": lambda: q @ k.transpose(-1, -2),
+             "scale + softmax": lambda: (s / d_k ** 0.5).softmax(-1),
+             "weights @ V": lambda: a @ v}
+    out = {}
+    for name, f in steps.items():
+        f()                                                          # warm-up
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        out[name] = 1e3 * statistics.median(times)
+    out["score MiB"] = s.numel() * s.element_size() / 2**20
+    return out
 
 
 def path_length(layers: Callable[[torch.Tensor], list[torch.Tensor]],

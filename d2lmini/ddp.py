@@ -21,7 +21,7 @@ import os
 
 import torch
 
-__all__ = ["setup", "teardown", "main"]
+__all__ = ["setup", "teardown", "main", "average_gradients", "gradient_demo"]
 
 
 def setup(device: str | None = None) -> tuple[int, int, torch.device]:
@@ -53,6 +53,55 @@ def teardown() -> None:
         dist.destroy_process_group()
 
 
+def average_gradients(model: torch.nn.Module) -> None:
+    """Data parallelism by hand: replace every gradient by its mean over the
+    processes (what DistributedDataParallel does, bucketed and overlapped with the
+    backward pass)."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)       # the sum over the processes, in place
+            p.grad /= world
+
+
+def gradient_demo() -> None:
+    """Under torchrun: each process computes the gradient of a float64 linear model on
+    its slice of one batch and averages it over the processes twice, by hand with
+    :func:`average_gradients` and with DistributedDataParallel.  Rank 0 prints the
+    largest difference of each from the gradient of the whole batch on one process."""
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank, world, _ = setup("cpu")
+    try:
+        g = torch.Generator().manual_seed(0)
+        X = torch.randn(64, 10, generator=g, dtype=torch.float64)
+        y = torch.randn(64, 1, generator=g, dtype=torch.float64)
+        torch.manual_seed(0)
+        model = torch.nn.Linear(10, 1).double()
+        full = torch.autograd.grad(F.mse_loss(model(X), y), list(model.parameters()))
+        n = len(X) // world
+        mine = slice(rank * n, (rank + 1) * n)        # this process's rows
+        if rank == 0:
+            print(f"{world} processes, {n} of the batch's {len(X)} rows each; largest "
+                  f"gradient entry {max(f.abs().max().item() for f in full):.2f}")
+        for how in ("by hand", "DDP"):
+            model.zero_grad()
+            net = DDP(model) if how == "DDP" else model
+            F.mse_loss(net(X[mine]), y[mine]).backward()
+            if how == "by hand":
+                average_gradients(model)
+            diff = max((p.grad - f).abs().max().item()
+                       for p, f in zip(model.parameters(), full))
+            if rank == 0:
+                print(f"{how + ':':<9} max |averaged gradient − whole-batch gradient| "
+                      f"= {diff:.1e}")
+    finally:
+        teardown()
+
+
 def _best_device() -> torch.device:
     from .utils import device
     return device()
@@ -77,6 +126,10 @@ def _args(argv=None) -> argparse.Namespace:
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--device", choices=["cpu", "cuda"], default=None)
     ap.add_argument("--checkpoint", default=None, help="save the model here (rank 0)")
+    ap.add_argument("--demo", action="store_true",
+                    help="instead of training: average one batch's gradient over the "
+                         "processes (by hand, then with DDP) and compare it with one "
+                         "process")
     return ap.parse_args(argv)
 
 
@@ -87,6 +140,8 @@ def main(argv=None) -> None:
     from .transformer import sequence_loss
 
     args = _args(argv)
+    if args.demo:
+        return gradient_demo()
     rank, world, dev = setup(args.device)
     try:
         text = load_corpus("tinyshakespeare.txt")[:args.chars]

@@ -43,11 +43,14 @@ from . import ablation
 from .attention import set_fused_attention
 from .masks import padding_mask
 from .transformer import EncoderBlock, PositionalEncoding, Transformer
-from .utils import check_dropout, check_positive_int, set_seed
+from .attention import MultiHeadAttention
+from .utils import check_dropout, check_positive_int, check_tensor, set_seed
 
 __all__ = ["Runner", "default_workers", "date_run", "dates", "build_transformer",
-           "NoResidualEncoderBlock", "encoder_states", "position_probe", "probe_run",
-           "recall_batch", "RecallGRU", "RecallAttention", "recall_run"]
+           "NoResidualEncoderBlock", "RelativeSelfAttention", "alibi_slopes",
+           "alibi_bias", "rope", "lesion", "encoder_states", "position_probe",
+           "probe_chance", "probe_run", "recall_batch", "RecallGRU", "RecallAttention",
+           "recall_run"]
 
 
 def default_workers(device=None) -> int:
@@ -139,28 +142,55 @@ def _done(value) -> Future:
 # ----------------------------------------------------------- the date task, in a worker
 @functools.lru_cache(maxsize=8)
 def dates(n_train: int = 20000, n_test: int = 1000, seed: int = 0,
-          shift: tuple[int, int] = (0, 0)) -> ablation.DateData:
-    """``ablation.DateData(n_train, n_test, seed, shift)``, built once per process."""
-    return ablation.DateData(n_train, n_test, seed, tuple(shift))
+          shift: tuple[int, int] = (0, 0),
+          lengths: tuple[int, int] | None = None) -> ablation.DateData:
+    """``ablation.DateData(n_train, n_test, seed, shift, lengths)``, built once per
+    process."""
+    return ablation.DateData(n_train, n_test, seed, tuple(shift),
+                             None if lengths is None else tuple(lengths))
+
+
+_VARIANT_KEYS = ("residual", "activation", "ffn_dropout", "pe_growth", "embed_init",
+                 "relative", "relative_fn")
 
 
 def date_run(data: dict | None = None, keep_model: bool = True,
-             train_metrics: bool = False, **train_kw) -> dict:
+             train_metrics: bool = False, analyses: Sequence[str] = (),
+             test_lengths: Sequence[tuple[int, int]] = (), **train_kw) -> dict:
     """:func:`d2lmini.ablation.train_dates` on ``dates(**data)``.
 
     ``train_metrics=True`` also scores the trained model on its own training dates, as
     ``ablation.evaluate`` does on the held-out ones: keys ``train_loss``,
     ``train_exact_match``, ... (the overfitting gap is ``loss - train_loss``).
-    ``keep_model=False`` drops the model from the result (less to send back).
+    ``analyses``: any of ``"fields"`` (:func:`ablation.by_field`),
+    ``"reliability"`` (:func:`ablation.reliability` of the held-out tokens),
+    ``"lesion"`` (:func:`lesion`), each under its own key.
+    ``test_lengths``: ``[(lo, hi), ...]``: also score held-out sources padded to
+    ``lo..hi`` characters; ``by_length["lo-hi"]`` holds ``ablation.evaluate``'s
+    metrics.  ``keep_model=False`` drops the model from the result.
     """
+    unknown = set(analyses) - {"fields", "reliability", "lesion"}
+    if unknown:
+        raise ValueError(f"analyses must be among 'fields', 'reliability', 'lesion', "
+                         f"got {sorted(unknown)}")
     d = dates(**(data or {}))
-    if any(k in train_kw
-           for k in ("residual", "activation", "ffn_dropout", "pe_growth")):
+    if any(k in train_kw for k in _VARIANT_KEYS):
         train_kw.setdefault("build", build_transformer)
     r = ablation.train_dates(d, **train_kw)
+    model = r["model"]
     if train_metrics:
         r.update({f"train_{k}": v
-                  for k, v in ablation.evaluate(r["model"], *d.train).items()})
+                  for k, v in ablation.evaluate(model, *d.train).items()})
+    if "fields" in analyses:
+        r["fields"] = ablation.by_field(model, *d.test, d.sources["test"])
+    if "reliability" in analyses:
+        conf, ok, _, _ = ablation.predictions(model, *d.test)
+        r["reliability"] = ablation.reliability(conf, ok)
+    if "lesion" in analyses:
+        r["lesion"] = lesion(model, *d.test)
+    if test_lengths:
+        r["by_length"] = {f"{lo}-{hi}": ablation.evaluate(
+            model, *d.at_lengths("test", lo, hi, seed=7)) for lo, hi in test_lengths}
     if not keep_model:
         r.pop("model")
     return r
@@ -188,23 +218,132 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "identity": _identity}
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "identity": _identity,
+               "tanh": torch.tanh, "sigmoid": torch.sigmoid}
+
+
+# ------------------------------------------------------- relative positions: ALiBi, RoPE
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's per-head slopes (Press et al., 2022): for h a power of 2 the geometric
+    sequence 2^(-8/h), 2^(-16/h), ..., 2^(-8); otherwise their rule (the slopes of
+    the nearest smaller power of 2, then every other slope of the next).  (h,)"""
+    check_positive_int(num_heads, "num_heads")
+
+    def powers(n):
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (i + 1) for i in range(n)]
+
+    low = 2 ** int(math.floor(math.log2(num_heads)))
+    slopes = powers(low) + powers(2 * low)[0::2][:num_heads - low]
+    return torch.tensor(slopes)
+
+
+def alibi_bias(T: int, num_heads: int) -> torch.Tensor:
+    """(h, T, T) bias added to the attention scores: ``-slope_h * |i - j|``, the
+    symmetric form of ALiBi for an encoder that reads in both directions."""
+    check_positive_int(T, "T")
+    pos = torch.arange(T)
+    dist = (pos[:, None] - pos[None, :]).abs().float()                 # (T, T)
+    return -alibi_slopes(num_heads)[:, None, None] * dist
+
+
+def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (Su et al., 2021): rotate each pair of features
+    (x_2i, x_2i+1) at position t by the angle t * base^(-2i/d).  x (..., T, d), d
+    even -> the same shape; q_t . k_s then depends on t - s only."""
+    T, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"rope needs an even feature size, got {d}")
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
+    angle = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * theta
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)        # (T, d/2)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos],
+                       -1).flatten(-2)
+
+
+class RelativeSelfAttention(MultiHeadAttention):
+    """A :class:`~d2lmini.MultiHeadAttention` for self-attention whose only position
+    signal is relative: ``scheme="alibi"`` adds ``fn(T, h)`` (default
+    :func:`alibi_bias`) to the scores; ``scheme="rope"`` rotates the queries and keys
+    with ``fn`` (default :func:`rope`) before their dot products.  Same parameters
+    and names as the class it replaces.  forward(x, x, x, mask) -> (B, T, d_model).
+    """
+
+    scheme: str = "alibi"
+    fn = None
+
+    def forward(self, query, key, value, mask=None):
+        if not (query is key and key is value):
+            raise ValueError("RelativeSelfAttention is self-attention: pass the same "
+                             "tensor as query, key and value")
+        check_tensor(query, "x", ndim=3, floating=True)
+        B, T, _ = query.shape
+        q, k, v = (self.split_heads(t) for t in self._project(query, key, value))
+        bias = None
+        if self.scheme == "rope":
+            fn = self.fn or rope
+            q, k = fn(q), fn(k)
+        else:
+            fn = self.fn or alibi_bias
+            bias = fn(T, self.num_heads).to(q.device, q.dtype)[None]    # (1, h, T, T)
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]
+        p = self.dropout if self.training else 0.0
+        if self.fast:
+            attn = bias
+            if mask is not None:
+                attn = mask if bias is None else bias.masked_fill(~mask, float("-inf"))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn, dropout_p=p)
+            self.attention_weights = None
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if bias is not None:
+                scores = scores + bias
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            w = scores.softmax(-1)
+            self.attention_weights = w
+            out = F.dropout(w, p) @ v
+        return self.W_o(self.combine_heads(out))
+
+
+def _embed_init(model: Transformer, how: str) -> None:
+    for stack in (model.encoder, model.decoder):
+        w = stack.embedding.weight
+        with torch.no_grad():
+            if how == "normal":
+                nn.init.normal_(w)                                   # nn.Embedding's
+            elif how == "scaled":
+                w.mul_(math.sqrt(stack.d_model))
+            else:
+                raise ValueError(f"embed_init must be 'normal' or 'scaled', got "
+                                 f"{how!r}")
 
 
 def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool = True,
                       activation: str = "relu", ffn_dropout: float = 0.0,
-                      pe_growth: bool = False, **kw) -> Transformer:
+                      pe_growth: bool = False, embed_init: str | None = None,
+                      relative: str | None = None, relative_fn=None,
+                      **kw) -> Transformer:
     """``Transformer(src_vocab_size, tgt_vocab_size, **kw)`` with one piece changed, the
     parameters (and so, at one seed, the initial weights) left as they are:
 
     ``residual=False``: the encoder blocks lose their residual connections
     (:class:`NoResidualEncoderBlock`), the decoder keeps them;
-    ``activation``: the FFNs' activation, "relu" (default), "gelu" or "identity" (a
-    linear FFN: the same parameters without the non-linearity);
+    ``activation``: the FFNs' activation, "relu" (default), "gelu", "tanh",
+    "sigmoid" or "identity" (a linear FFN: the same parameters without the
+    non-linearity);
     ``ffn_dropout``: dropout on the FFNs' hidden units only (after the activation);
     ``pe_growth=True``: the encoder's sinusoidal encoding of position ``pos`` is
     multiplied by ``2 (pos + 1) / 30``: the same directions, with a norm that grows with
-    the position instead of staying bounded (mean factor 1 over positions 0..28).
+    the position instead of staying bounded (mean factor 1 over positions 0..28);
+    ``embed_init``: the token embeddings start ``"normal"`` (N(0, 1), nn.Embedding's
+    default) or ``"scaled"`` (the Xavier start times sqrt(d_model): with
+    ``scale_embedding=False`` the same initial model as the default);
+    ``relative``: ``"alibi"`` or ``"rope"``: the encoder's self-attention becomes a
+    :class:`RelativeSelfAttention` (``relative_fn`` replaces its bias or rotation)
+    and the encoder adds no positional encoding; the decoder keeps its own.
     Pass it as ``build`` to :func:`ablation.train_dates`."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, "
@@ -222,7 +361,66 @@ def build_transformer(src_vocab_size: int, tgt_vocab_size: int, residual: bool =
             raise ValueError("pe_growth needs pos_encoding='sinusoidal'")
         pe = model.encoder.pos_encoding.pe                            # (1, max_len, d)
         pe.mul_(2 * torch.arange(1, pe.shape[1] + 1, dtype=pe.dtype)[:, None] / 30)
+    if embed_init is not None:
+        _embed_init(model, embed_init)
+    if relative is not None:
+        if relative not in ("alibi", "rope"):
+            raise ValueError(f"relative must be 'alibi' or 'rope', got {relative!r}")
+        if relative_fn is not None and not callable(relative_fn):
+            raise TypeError(f"relative_fn must be a function, got "
+                            f"{type(relative_fn).__name__}")
+        if relative == "rope" and model.encoder.d_model // model.encoder.blocks[
+                0].self_attn.num_heads % 2:
+            raise ValueError("rope needs an even d_k = d_model / num_heads")
+        model.encoder.pos_encoding = nn.Identity()
+        for blk in model.encoder.blocks:
+            blk.self_attn.__class__ = RelativeSelfAttention
+            blk.self_attn.scheme, blk.self_attn.fn = relative, relative_fn
     return model
+
+
+@torch.no_grad()
+def lesion(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
+           tgt_out: torch.Tensor) -> dict:
+    """What each block contributes to a trained model, on held-out data.
+
+    ``loss``: the held-out loss with all blocks; ``without["encoder"][i]``: the loss
+    when encoder block i is skipped (its input passed on unchanged), likewise for the
+    decoder; ``update[side][i]``: the mean over real tokens of
+    ``|block(x) - x| / |x|``, how much block i changes the vector it receives."""
+    base = ablation.evaluate(model, src, tgt_in, tgt_out)["loss"]
+    out = {"loss": base, "without": {}, "update": {}}
+    for side in ("encoder", "decoder"):
+        losses = []
+        for blk in getattr(model, side).blocks:
+            blk.forward = lambda x, *args, **kwargs: x         # skip this block
+            try:
+                losses.append(ablation.evaluate(model, src, tgt_in, tgt_out)["loss"])
+            finally:
+                del blk.forward
+        out["without"][side] = losses
+    ratios = {"encoder": [], "decoder": []}
+    hooks = []
+    for side in ratios:
+        keep = (src if side == "encoder" else tgt_out) != model.pad_id       # (B, T)
+        for i, blk in enumerate(getattr(model, side).blocks):
+            ratios[side].append([])
+
+            def hook(mod, args, y, side=side, i=i, keep=keep):
+                x = args[0]
+                r = (y - x).norm(dim=-1) / x.norm(dim=-1).clamp(min=1e-12)
+                ratios[side][i].append(r[keep[:len(r)]].mean().item())
+            hooks.append(blk.register_forward_hook(hook))
+    try:
+        was_training = model.training
+        model.eval()
+        model(src[:500], tgt_in[:500])
+        model.train(was_training)
+    finally:
+        for h in hooks:
+            h.remove()
+    out["update"] = {side: [v[0] for v in vals] for side, vals in ratios.items()}
+    return out
 
 
 @torch.no_grad()
@@ -265,6 +463,18 @@ def position_probe(states: torch.Tensor, src: torch.Tensor, pad_id: int = 0,
     W = torch.linalg.solve(A, X.T @ Y)                      # (d + 1, S)
     Xt, yt = h[half:][real[half:]], pos[half:][real[half:]]
     return (Xt @ W).argmax(-1).eq(yt).double().mean().item()
+
+
+def probe_chance(src: torch.Tensor, pad_id: int = 0) -> float:
+    """The chance level of :func:`position_probe`: the accuracy of always answering
+    the position most common among the real tokens of the first half of ``src``
+    (N, S), scored on the second half, as the probe is."""
+    N, S = src.shape
+    half = N // 2
+    real = src != pad_id
+    pos = torch.arange(S).expand(N, S)
+    majority = torch.bincount(pos[:half][real[:half]], minlength=S).argmax()
+    return pos[half:][real[half:]].eq(majority).double().mean().item()
 
 
 def probe_run(data: dict | None = None, residual: bool = True, steps: int = 0,

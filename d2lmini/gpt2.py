@@ -23,12 +23,13 @@ import math
 import numbers
 
 import torch
+import torch.nn.functional as F
 
 from .gpt import GPT
 
 __all__ = ["gpt2_from_hf", "gpt_config_from_hf", "huggingface_reachable",
            "gpt_param_count", "gpt_train_flops", "gpt_kv_cache_bytes_per_token",
-           "GPT_CONFIGS", "PUBLISHED_PARAMS"]
+           "lm_bits_per_char", "GPT_CONFIGS", "PUBLISHED_PARAMS"]
 
 _ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                 "gelu": "gelu", "relu": "relu"}
@@ -189,6 +190,44 @@ def gpt_kv_cache_bytes_per_token(config, bytes_per_number: int = 2) -> int:
                          f"4 for fp32), got {bytes_per_number!r}")
     c = _as_kwargs(config)
     return 2 * c["num_layers"] * c["d_model"] * bytes_per_number
+
+
+@torch.no_grad()
+def lm_bits_per_char(model, ids, n_chars: int, bos_id: int, window: int | None = None,
+                     batch_size: int = 8) -> float:
+    """A language model's held-out cost in bits per character, a unit that compares
+    models with different tokenizers on the same text.
+
+    ``ids``: the tokens of a text of ``n_chars`` characters (a list or 1-D tensor).
+    They are read in consecutive windows of ``window`` tokens (default
+    ``model.max_len``), each preceded by ``bos_id`` (GPT-2's ``<|endoftext|>``), so
+    every token is predicted, with at least one token before it.  Returns the summed
+    cross-entropy in nats / ``n_chars`` / ln 2."""
+    ids = torch.as_tensor(ids, dtype=torch.long).flatten()
+    window = model.max_len if window is None else window
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int, got {window!r}")
+    if isinstance(n_chars, bool) or not isinstance(n_chars, int) or n_chars < 1:
+        raise ValueError(f"n_chars must be a positive int, got {n_chars!r}")
+    if len(ids) == 0:
+        raise ValueError("ids is empty: there is nothing to predict")
+    dev = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    step, total = window, 0.0
+    full = len(ids) // step * step
+    batches = list(ids[:full].view(-1, step).split(batch_size))
+    if full < len(ids):
+        batches.append(ids[full:][None])                  # the last, shorter row
+    try:
+        for rows in batches:
+            x = torch.cat([torch.full((len(rows), 1), bos_id), rows], 1).to(dev)
+            logits = model(x[:, :-1]).float()                # (b, window, V)
+            total += F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten(),
+                                     reduction="sum").item()
+    finally:
+        model.train(was_training)
+    return total / n_chars / math.log(2)
 
 
 def huggingface_reachable(host: str = "huggingface.co", port: int = 443,

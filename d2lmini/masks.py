@@ -54,3 +54,16 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tenso
     lower-triangular."""
     T = _check_int(T, "T", minimum=1)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def local_causal_mask(T: int, window: int,
+                      device: torch.device | str | None = None) -> torch.Tensor:
+    """Locally banded causal mask (GPT-3's sparse layers): query i may see keys j with
+    0 <= i - j < window, itself and the window - 1 keys before it.  -> bool
+    (1, 1, T, T); ``window >= T`` gives ``causal_mask(T)``, ``window == 1`` the
+    diagonal."""
+    T = _check_int(T, "T", minimum=1)
+    window = _check_int(window, "window", minimum=1)
+    i = torch.arange(T, device=device)
+    lag = i[:, None] - i[None, :]                                  # (T, T): i - j
+    return ((lag >= 0) & (lag < window))[None, None]

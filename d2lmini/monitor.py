@@ -14,9 +14,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from . import webfig
-from .utils import check_positive_int
 from .maps import as_attention_maps, collect_attention
-from .widgets import _labels, _select, figure_png, in_kernel
+from .plot import figure_png, in_kernel
+from .selection import PanelTable, attention_view
+from .utils import check_positive_int
 
 
 def window(n: int) -> int:
@@ -122,67 +123,24 @@ class _MonitorFigure:
                             else np.ma.masked_array(a, ~self.mask))
 
 
-class TrainingMonitor:
-    """Callback for :func:`d2lmini.train`: every ``every`` steps (and after step 1) it
-    records a snapshot (step, loss so far, attention of a fixed probe input) and, in
-    Jupyter/Colab, redraws the loss curve and the probe's attention in one display
-    that updates in place, below train()'s progress bar.
+class _Recorder:
+    """What a training monitor records: every step's loss, across ``train()`` calls,
+    and at each snapshot the attention of a fixed probe input, as
+    :func:`d2lmini.selection.attention_view` selects it (``select``: kind, layer, head,
+    example; ``tokens``: (src, tgt) labels)."""
 
-    probe: ``(src, tgt)`` token ids (B, S), (B, T) for a Transformer (see
-        :func:`collect_attention`), a function ``net -> attention`` (a tensor or a dict
-        kind -> weights), or None (loss only).
-    kind / layer / head / example: which attention to show; head an int, "mean" or
-        "all" (one small heatmap per head).  kind defaults to "cross" when there is one.
-    live: None = redraw only inside a kernel; True = render a frame at every snapshot
-        (displayed when a kernel is there); False = record only.
-    max_overhead: redraws are skipped while the monitor's own time exceeds this fraction
-        of the wall time since training began (None: redraw at every snapshot).
-    After training: ``animation()`` (HTML that plays and scrubs, at most ``max_frames``
-    frames), ``animation_html()`` (the same, as a string), ``figure()`` (last snapshot).
-    """
-
-    def __init__(self, probe=None, every: int = 20, *, kind: str | None = None,
-                 layer: int = -1, head: int | str = "mean", example: int = 0,
-                 src_tokens=None, tgt_tokens=None, live: bool | None = None,
-                 max_frames: int = 30, max_overhead: float | None = 0.05,
-                 figsize=(8.0, 3.0), dpi: float = 72):
-        (check_positive_int(every, "every"),
-         check_positive_int(max_frames, "max_frames", 2))
+    def __init__(self, probe, select: dict, tokens):
         if probe is not None and not (callable(probe)
                                       or isinstance(probe, (tuple, list))):
             raise TypeError(f"probe must be (src, tgt), a function net -> attention "
                             f"or None, got {type(probe).__name__}")
-        self.probe, self.every, self.max_frames = probe, every, max_frames
-        self.select = {"kind": kind, "layer": layer, "head": head, "example": example}
-        self.tokens, self.live, self.max_overhead = ((src_tokens, tgt_tokens), live,
-                                                     max_overhead)
-        self.figsize, self.dpi = figsize, dpi
+        self.probe, self.select, self.tokens = probe, select, tokens
         # {"step", "loss", "attention" (n, T_q, T_k) | None}
         self.snapshots: list[dict] = []
         self._losses: list[float] = []    # every step's loss, across train() calls
-        self.seconds = 0.0                # time spent inside the monitor
-        self.redraws = 0
-        self._history, self._seen, self._start, self._step0 = None, 0, None, 0
-        self._mask = self._labels = self._live_fig = self._handle = None
+        self._history, self._seen, self._step0 = None, 0, 0
+        self._mask = self._labels = None
         self._title = ""
-
-    # ---------------------------------------------------------------- recording
-    def __call__(self, net, history) -> None:
-        if history is not self._history:
-            self._sync_losses(history)
-        # no snapshot: read nothing
-        if history.steps != 1 and history.steps % self.every:
-            return
-        t0 = time.perf_counter()
-        self._start = self._start or t0
-        self.record(net, history)
-        live = in_kernel() if self.live is None else self.live
-        spent, elapsed = self.seconds + time.perf_counter() - t0, t0 - self._start
-        if live and (self.max_overhead is None or not self.redraws
-                     or spent <= self.max_overhead * elapsed):
-            self._show(self.render())
-            self.redraws += 1
-        self.seconds += time.perf_counter() - t0
 
     def record(self, net, history) -> dict:
         """Take a snapshot now (the callback does this every ``every`` steps)."""
@@ -218,21 +176,32 @@ class TrainingMonitor:
         sel = dict(self.select)
         if sel["kind"] is None:
             sel["kind"] = "cross" if "cross" in maps else next(iter(maps))
-        w, m, kind, layer = _select(maps, **sel)          # (n, T_q, T_k), n = h or 1
+        src, tgt = self.tokens
+        v = attention_view(maps, **sel, src_tokens=src, tgt_tokens=tgt)
         if self._labels is None:  # first snapshot: fix the masks, labels, title
-            src, tgt = self.tokens
-            Tq, Tk = w.shape[1:]
-            q_tok = tgt if kind in ("decoder self", "cross") else src
-            k_tok = tgt if kind == "decoder self" else src
-            self._mask = None if m is None else m.any(0)
-            self._labels = (_labels(k_tok, sel["example"], Tk, "key labels"),
-                            _labels(q_tok, sel["example"], Tq, "query labels"))
-            head = {"all": "all heads", "mean": "mean over heads"}.get(
-                sel["head"], f"head {sel['head']}")
-            self._title = f"probe: {kind} attention, layer {layer}, {head}"
-        return w.copy()
+            self._mask = None if v["mask"] is None else v["mask"].any(0)
+            self._labels = (v["xlabels"], v["ylabels"])
+            self._title = (f"probe: {v['kind']} attention, layer {v['layer']}, "
+                           f"{v['heads']}")
+        return v["values"].copy()                      # (n, T_q, T_k), n = h or 1
 
-    # ---------------------------------------------------------------- drawing
+    def frames(self, max_frames: int) -> list[dict]:
+        """At most ``max_frames`` snapshots, evenly spaced, first and last included."""
+        n = len(self.snapshots)
+        idx = np.unique(np.linspace(0, n - 1,
+                                    min(n, max_frames)).round().astype(int))
+        return [self.snapshots[i] for i in idx]
+
+
+class _Drawn(_Recorder):
+    """A recorder's snapshots drawn: the matplotlib figure of one snapshot (live in
+    a kernel: one display updated in place) and the page's animation of them all.
+    Needs ``figsize``, ``dpi`` and ``max_frames`` (set by :class:`TrainingMonitor`)."""
+
+    def frames(self) -> list[dict]:
+        """At most ``max_frames`` snapshots, evenly spaced, first and last included."""
+        return super().frames(self.max_frames)
+
     def _new_figure(self) -> _MonitorFigure:
         att = next((s["attention"] for s in self.snapshots
                     if s["attention"] is not None), None)
@@ -275,21 +244,6 @@ class TrainingMonitor:
         else:
             self._handle.update(image)
 
-    @property
-    def overhead(self) -> float:
-        """Fraction of the wall time since the first snapshot spent in the monitor."""
-        if self._start is None:
-            return 0.0
-        return self.seconds / max(time.perf_counter() - self._start, 1e-9)
-
-    # ---------------------------------------------------------------- animation
-    def frames(self) -> list[dict]:
-        """At most ``max_frames`` snapshots, evenly spaced, first and last included."""
-        n = len(self.snapshots)
-        idx = np.unique(np.linspace(0, n - 1,
-                                    min(n, self.max_frames)).round().astype(int))
-        return [self.snapshots[i] for i in idx]
-
     def animation_html(self, fps: float = 4) -> str:
         """The snapshots as an animation that plays and scrubs -> HTML string.
 
@@ -301,27 +255,9 @@ class TrainingMonitor:
         if not frames:
             raise ValueError("no snapshot yet: pass the monitor to "
                              "train(..., callbacks=[monitor])")
-        y = np.asarray(self.losses[: frames[-1]["step"]], dtype=float)
-        pos = y[y > 0]
-        ylim = ([float(pos.min() / 1.2), float(pos.max() * 1.2)] if len(pos)
-                else [0.1, 10.0])
-        table = webfig.PanelTable()
-        xl, yl = self._labels or (None, None)
-        data = {
-            "fps": fps, "losses": webfig._round(y),
-            "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
-            "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
-                        [table.panel(a) for a in s["attention"]]} for s in frames],
-            "title": self._title, "xlabels": xl, "ylabels": yl,
-            "axis": ["query", "key"],
-            "mask": None if self._mask is None else table.masks[table.mask(self._mask)],
-            "head_titles": ([f"head {i}" for i in range(len(frames[0]["attention"]))]
-                            if self.select["head"] == "all"
-                            and frames[0]["attention"] is not None
-                            else None),
-            "lut": webfig.lut("Reds", 128)}
-        data["panels"] = table.panels
-        return webfig.html("monitor", data)
+        return webfig.html("monitor", animation_data(
+            self.losses[: frames[-1]["step"]], frames, self._labels, self._mask,
+            self._title, self.select["head"] == "all", fps))
 
     def animation(self, fps: float = 4):
         """:meth:`animation_html` as an ``IPython.display.HTML`` (shows in a
@@ -329,3 +265,84 @@ class TrainingMonitor:
         from IPython.display import HTML
         return HTML(self.animation_html(fps))
 
+
+
+class TrainingMonitor(_Drawn):
+    """Callback for :func:`d2lmini.train`: every ``every`` steps (and after step 1) it
+    records a snapshot (step, loss so far, attention of a fixed probe input) and, in
+    Jupyter/Colab, redraws the loss curve and the probe's attention in one display
+    that updates in place, below train()'s progress bar.
+
+    probe: ``(src, tgt)`` token ids (B, S), (B, T) for a Transformer (see
+        :func:`collect_attention`), a function ``net -> attention`` (a tensor or a dict
+        kind -> weights), or None (loss only).
+    kind / layer / head / example: which attention to show; head an int, "mean" or
+        "all" (one small heatmap per head).  kind defaults to "cross" when there is one.
+    live: None = redraw only inside a kernel; True = render a frame at every snapshot
+        (displayed when a kernel is there); False = record only.
+    max_overhead: redraws are skipped while the monitor's own time exceeds this fraction
+        of the wall time since training began (None: redraw at every snapshot).
+    After training: ``animation()`` (HTML that plays and scrubs, at most ``max_frames``
+    frames), ``animation_html()`` (the same, as a string), ``figure()`` (last snapshot).
+    """
+
+    def __init__(self, probe=None, every: int = 20, *, kind: str | None = None,
+                 layer: int = -1, head: int | str = "mean", example: int = 0,
+                 src_tokens=None, tgt_tokens=None, live: bool | None = None,
+                 max_frames: int = 30, max_overhead: float | None = 0.05,
+                 figsize=(8.0, 3.0), dpi: float = 72):
+        (check_positive_int(every, "every"),
+         check_positive_int(max_frames, "max_frames", 2))
+        super().__init__(probe, {"kind": kind, "layer": layer, "head": head,
+                                 "example": example}, (src_tokens, tgt_tokens))
+        self.every, self.max_frames, self.live = every, max_frames, live
+        self.max_overhead, self.figsize, self.dpi = max_overhead, figsize, dpi
+        self.seconds = 0.0                # time spent inside the monitor
+        self.redraws = 0
+        self._start = self._live_fig = self._handle = None
+
+    def __call__(self, net, history) -> None:
+        if history is not self._history:
+            self._sync_losses(history)
+        if history.steps != 1 and history.steps % self.every:   # no snapshot: no read
+            return
+        t0 = time.perf_counter()
+        self._start = self._start or t0
+        self.record(net, history)
+        live = in_kernel() if self.live is None else self.live
+        spent, elapsed = self.seconds + time.perf_counter() - t0, t0 - self._start
+        if live and (self.max_overhead is None or not self.redraws
+                     or spent <= self.max_overhead * elapsed):
+            self._show(self.render())
+            self.redraws += 1
+        self.seconds += time.perf_counter() - t0
+
+    @property
+    def overhead(self) -> float:
+        """Fraction of the wall time since the first snapshot spent in the monitor."""
+        if self._start is None:
+            return 0.0
+        return self.seconds / max(time.perf_counter() - self._start, 1e-9)
+
+def animation_data(losses, frames: list[dict], labels, mask, title: str,
+                   head_titles: bool, fps: float) -> dict:
+    """The numbers the page's monitor animation draws (``static/webfig.js``)."""
+    y = np.asarray(losses, dtype=float)
+    pos = y[y > 0]
+    ylim = ([float(pos.min() / 1.2), float(pos.max() * 1.2)] if len(pos)
+            else [0.1, 10.0])
+    table = PanelTable()
+    xl, yl = labels or (None, None)
+    first = frames[0]["attention"]
+    data = {
+        "fps": fps, "losses": webfig._round(y),
+        "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
+        "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
+                    [table.panel(a) for a in s["attention"]]} for s in frames],
+        "title": title, "xlabels": xl, "ylabels": yl, "axis": ["query", "key"],
+        "mask": None if mask is None else table.masks[table.mask(mask)],
+        "head_titles": ([f"head {i}" for i in range(len(first))]
+                        if head_titles and first is not None else None),
+        "lut": webfig.lut("Reds", 128)}
+    data["panels"] = table.panels
+    return data

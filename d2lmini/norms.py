@@ -1,7 +1,7 @@
-"""LayerNorm and BatchNorm from scratch, state-dict compatible with torch.nn.
+"""LayerNorm, RMSNorm and BatchNorm from scratch, state-dict compatible with torch.nn.
 
-Both take feature-last input (..., F): LayerNorm normalises each token over its own
-features; BatchNorm normalises each feature over every other dim (batch, time).
+All take feature-last input (..., F): LayerNorm and RMSNorm normalise each token over
+its own features; BatchNorm normalises each feature over every other dim (batch, time).
 """
 from __future__ import annotations
 
@@ -55,6 +55,42 @@ class LayerNorm(nn.Module):
         mean = x.mean(dim=dims, keepdim=True)                 # (B, T, 1)
         var = x.var(dim=dims, unbiased=False, keepdim=True)   # (B, T, 1)
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) * weight over the trailing dims (Zhang & Sennrich,
+    2019): LayerNorm without the mean and without the bias.
+
+    Statistics per example, as :class:`LayerNorm`: for x (B, T, F) and
+    normalized_shape F the root mean square is (B, T, 1).  Parameter ``weight`` only,
+    state-dict compatible with ``nn.RMSNorm`` (torch >= 2.4) when both use the same
+    ``eps``; LLaMA-style models use it in place of LayerNorm.
+    """
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-6):
+        super().__init__()
+        ok = lambda n: (isinstance(n, numbers.Integral) and not isinstance(n, bool)
+                        and n > 0)
+        shape = ((normalized_shape,)
+                 if not isinstance(normalized_shape, (tuple, list, torch.Size))
+                 else tuple(normalized_shape))
+        if not shape or not all(ok(n) for n in shape):
+            raise ValueError("normalized_shape must be a positive int or a tuple of "
+                             f"them, got {normalized_shape!r}")
+        _check_eps(eps)
+        shape = tuple(int(n) for n in shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = nn.Parameter(torch.ones(shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor(x, "x", floating=True)
+        n = len(self.normalized_shape)
+        if tuple(x.shape[-n:]) != self.normalized_shape:
+            raise ValueError(f"expected input ending in {self.normalized_shape}, "
+                             f"got shape {tuple(x.shape)}")
+        dims = tuple(range(-n, 0))
+        ms = x.pow(2).mean(dim=dims, keepdim=True)            # (B, T, 1)
+        return x / torch.sqrt(ms + self.eps) * self.weight
 
 
 class BatchNorm(nn.Module):

@@ -1,28 +1,56 @@
 """Plotting helpers: curves and grids of heatmaps.  Every function returns a Figure."""
 from __future__ import annotations
 
-from typing import Sequence
-
+import io
 import sys
+from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 
+def in_kernel() -> bool:
+    """True inside a Jupyter or Colab kernel (a frontend may render widgets and
+    display updates); False in plain Python, terminal IPython and test runs."""
+    # a kernel has imported it; don't import it here
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def figure_png(fig, dpi: float | None = None, tight: bool = True) -> bytes:
+    """Render a figure to PNG bytes; a small ``dpi`` keeps embedded outputs small.
+    ``tight=False`` keeps the figure's own size (faster; equal-size animation
+    frames).  The PNG carries its layout (``d2lmini.figure_layout``), so the book can
+    give a phone a layout of its own."""
+    from .figure_layout import layout, text_sizes, with_layout
+    buf, sizes = io.BytesIO(), []
+    with text_sizes(sizes):
+        fig.savefig(buf, format="png", dpi=dpi or fig.dpi,
+                    bbox_inches="tight" if tight else None)
+    png = buf.getvalue()
+    try:
+        return with_layout(png, layout(fig, png, sizes, tight=tight))
+    except Exception:  # a picture we cannot measure is kept as it is
+        return png
+
+
 def sharp_inline_figures() -> bool:
     """Inside a Jupyter/Colab kernel, store inline figures at 2x their displayed size
     ("retina" PNGs): sharp on high-DPI screens and in the HTML book.  Called when
     d2lmini is imported; does nothing (-> False) outside a kernel."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or getattr(shell, "kernel", None) is None:
+    if not in_kernel():
         return False
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
         set_matplotlib_formats("retina")
     except Exception:  # no inline backend: nothing to sharpen
         return False
+    # each PNG says where its panels are and how small its text is: the book gives a
+    # phone a layout of its own where that text would be too small (figure_layout)
+    from .figure_layout import record_inline_layout
+    record_inline_layout()
     return True
 
 

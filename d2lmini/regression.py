@@ -27,14 +27,20 @@ def linreg(X: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return X @ w + b
 
 
+def _check_same_shape(y_hat: torch.Tensor, y: torch.Tensor) -> None:
+    """y_hat and y hold the same numbers of the same layout, up to axes of size 1:
+    (4, 1) against (2, 2) would reshape silently."""
+    squeezed = lambda t: tuple(n for n in t.shape if n != 1)
+    if squeezed(y_hat) != squeezed(y):
+        raise ValueError("y_hat and y must have the same shape (up to dims of size "
+                         f"1), got y_hat {tuple(y_hat.shape)} and y {tuple(y.shape)}")
+
+
 def squared_loss(y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-example loss ``(y_hat - y)^2 / 2``.  (n, 1), (n,) or (n, 1) -> (n, 1)."""
     check_tensor(y_hat, "y_hat")
     check_tensor(y, "y")
-    squeezed = lambda t: tuple(n for n in t.shape if n != 1)
-    if squeezed(y_hat) != squeezed(y):  # (4, 1) vs (2, 2) would reshape silently
-        raise ValueError("y_hat and y must have the same shape (up to dims of size "
-                         f"1), got y_hat {tuple(y_hat.shape)} and y {tuple(y.shape)}")
+    _check_same_shape(y_hat, y)
     return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
 
 

@@ -31,9 +31,9 @@ __all__ = ["SHAPES", "gpt_for", "non_embedding_params", "char_data", "train_lm",
 
 #: the sizes of the scaling experiment: (num_layers, d_model, num_heads), d_ff = 4 d
 SHAPES = {
-    "S1": (1, 16, 2), "S2": (2, 24, 2), "S3": (2, 32, 4), "S4": (2, 48, 4),
-    "S5": (3, 64, 4), "S6": (4, 96, 4),
-    "XL": (4, 128, 4),   # the model held out of the fit, to be predicted
+    "S1": (1, 16, 2), "S2": (2, 16, 2), "S3": (2, 24, 2), "S4": (2, 32, 4),
+    "S5": (2, 48, 4), "S6": (3, 64, 4),
+    "XL": (4, 96, 4),    # held out of the fit: its loss is predicted before it trains
 }
 
 
@@ -196,18 +196,40 @@ def _as_vector(x, name: str) -> torch.Tensor:
     return t
 
 
-def _lstsq(columns: list[torch.Tensor], y: torch.Tensor):
-    X = torch.stack(columns, 1)
-    coef = torch.linalg.lstsq(X, y[:, None]).solution[:, 0]
-    return coef, float(((X @ coef - y) ** 2).sum())
+def _best(design, y: torch.Tensor, cands: torch.Tensor):
+    """Least squares for every candidate exponent row of ``cands`` (G, k) at once:
+    ``design(cands)`` -> X (G, n, p); -> (best candidate, its coefficients, SSE)."""
+    X = design(cands)
+    coef = torch.linalg.lstsq(X, y.expand(len(cands), -1)[..., None]).solution
+    sse = ((X @ coef)[..., 0] - y).pow(2).sum(-1)
+    sse = torch.where(torch.isfinite(sse), sse, torch.full_like(sse, math.inf))
+    i = int(sse.argmin())
+    return cands[i], coef[i, :, 0], float(sse[i])
 
 
-def fit_power_law(N, L, alphas=None) -> dict:
+def _search(design, y, grid: list[torch.Tensor], rounds: int = 25):
+    """Grid search over the exponents (a product of 1-D grids), then ``rounds`` of
+    refinement on a 9-point-per-axis grid around the best, shrinking by 3 each
+    time."""
+    mesh = torch.stack([g.flatten() for g in torch.meshgrid(*grid, indexing="ij")], 1)
+    best, coef, sse = _best(design, y, mesh)
+    step = torch.tensor([float(g[1] - g[0]) for g in grid], dtype=torch.float64)
+    for _ in range(rounds):
+        axes = [torch.linspace(max(float(b - s), 1e-4), float(b + s), 9,
+                               dtype=torch.float64) for b, s in zip(best, step)]
+        mesh = torch.stack([g.flatten() for g in torch.meshgrid(*axes, indexing="ij")],
+                           1)
+        best, coef, sse = _best(design, y, mesh)
+        step = step / 3
+    return best, coef, sse
+
+
+def fit_power_law(N, L) -> dict:
     """Least-squares fit of L = a N^(-alpha) + L_inf to points (N, L).
 
-    For a fixed alpha the model is linear in (a, L_inf): solved exactly; alpha is
-    searched on a fine grid (0.01..2, then refined).  -> {"a", "alpha", "L_inf",
-    "rmse"}.  Needs >= 3 points with at least 3 different N."""
+    For a fixed alpha the model is linear in (a, L_inf), solved exactly; alpha is
+    searched on a grid over 0.01..2, then refined.  -> {"a", "alpha", "L_inf",
+    "rmse"}.  Needs at least 3 different N."""
     N, L = _as_vector(N, "N"), _as_vector(L, "L")
     if N.shape != L.shape:
         raise ValueError(f"N and L must have the same length, got {N.numel()} and "
@@ -217,54 +239,31 @@ def fit_power_law(N, L, alphas=None) -> dict:
     if len(set(N.tolist())) < 3:
         raise ValueError(f"a power law with an offset needs at least 3 different N, "
                          f"got {sorted(set(N.tolist()))}")
-    ones = torch.ones_like(N)
-
-    def sse(alpha):
-        coef, s = _lstsq([N ** (-alpha), ones], L)
-        return s, coef
-
-    grid = torch.linspace(0.01, 2.0, 400, dtype=torch.float64) if alphas is None \
-        else torch.as_tensor(alphas, dtype=torch.float64)
-    best = min(grid.tolist(), key=lambda a: sse(a)[0])
-    step = float(grid[1] - grid[0]) if grid.numel() > 1 else 0.01
-    for _ in range(40):                                  # refine around the best
-        lo, hi = max(best - step, 1e-4), best + step
-        cands = torch.linspace(lo, hi, 11, dtype=torch.float64).tolist()
-        best = min(cands, key=lambda a: sse(a)[0])
-        step /= 5
-    s, (a, L_inf) = sse(best)
-    return {"a": float(a), "alpha": float(best), "L_inf": float(L_inf),
-            "rmse": math.sqrt(s / N.numel())}
+    design = lambda c: torch.stack([N ** -c[:, :1], torch.ones(len(c), len(N),
+                                                               dtype=N.dtype)], -1)
+    best, (a, L_inf), sse = _search(design, L, [torch.linspace(
+        0.01, 2.0, 200, dtype=torch.float64)])
+    return {"a": float(a), "alpha": float(best[0]), "L_inf": float(L_inf),
+            "rmse": math.sqrt(sse / N.numel())}
 
 
 def fit_loss_surface(N, D, L) -> dict:
     """Least-squares fit of L = E + A N^(-alpha) + B D^(-beta) (Hoffmann et al.'s
-    approach 3).  For fixed (alpha, beta) the model is linear in (E, A, B): solved
-    exactly; the exponents are searched on a grid, then refined.  -> {"E", "A",
-    "alpha", "B", "beta", "rmse"}."""
+    approach 3, with squared error instead of their Huber loss on log L).  For fixed
+    (alpha, beta) the model is linear in (E, A, B), solved exactly; the exponents are
+    searched on a grid over 0.02..1.5, then refined.  -> {"E", "A", "alpha", "B",
+    "beta", "rmse"}."""
     N, D, L = _as_vector(N, "N"), _as_vector(D, "D"), _as_vector(L, "L")
     if not (N.shape == D.shape == L.shape):
         raise ValueError("N, D and L must have the same length")
     if len(set(N.tolist())) < 2 or len(set(D.tolist())) < 2:
         raise ValueError("the surface needs at least 2 different N and 2 different D")
-    ones = torch.ones_like(N)
-
-    def sse(al, be):
-        return _lstsq([ones, N ** (-al), D ** (-be)], L)
-
-    grid = torch.linspace(0.02, 1.5, 75, dtype=torch.float64).tolist()
-    best = min(((a, b) for a in grid for b in grid), key=lambda p: sse(*p)[1])
-    step = grid[1] - grid[0]
-    for _ in range(30):
-        cands = [(a, b) for a in torch.linspace(max(best[0] - step, 1e-3),
-                                                best[0] + step, 7).tolist()
-                 for b in torch.linspace(max(best[1] - step, 1e-3),
-                                         best[1] + step, 7).tolist()]
-        best = min(cands, key=lambda p: sse(*p)[1])
-        step /= 3
-    (E, A, B), s = sse(*best)
+    design = lambda c: torch.stack([torch.ones(len(c), len(N), dtype=N.dtype),
+                                    N ** -c[:, :1], D ** -c[:, 1:]], -1)
+    g = torch.linspace(0.02, 1.5, 60, dtype=torch.float64)
+    best, (E, A, B), sse = _search(design, L, [g, g])
     return {"E": float(E), "A": float(A), "alpha": float(best[0]), "B": float(B),
-            "beta": float(best[1]), "rmse": math.sqrt(s / N.numel())}
+            "beta": float(best[1]), "rmse": math.sqrt(sse / N.numel())}
 
 
 def compute_optimal(surface: dict, C: float) -> dict:

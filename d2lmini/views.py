@@ -7,11 +7,12 @@
 * :func:`model_view`: every layer (rows) and head (columns) at a glance, one small
   heatmap each; click one to open it large, with the exact weight under the pointer.
 
-What a setting shows is decided by :func:`d2lmini.widgets.attention_view` (the function
-behind the attention explorer's heatmaps too): weights, masks and token labels.  The
-data come from :func:`d2lmini.collect_attention` (``AttentionMaps``).  Displayed, a view
-is one HTML output: its numbers, and the drawing code ``static/views.js`` and
-``static/views.css`` (package data, defined once per page).  The same output works live
+What a setting shows is decided by :mod:`d2lmini.selection` (:func:`view_data`, built
+on :func:`attention_view`, the function behind the attention explorer's heatmaps too):
+weights, masks and token labels.  The data come from :func:`d2lmini.collect_attention`
+(``AttentionMaps``).  Displayed, a view is one HTML output: its numbers, and the
+drawing code ``static/views.js`` and ``static/views.css`` (package data, defined once
+per page).  The same output works live
 in Jupyter and Colab and in the static HTML book, where the book loads the two files
 once per page instead of repeating them (``_ext/d2lbook.py``).
 """
@@ -20,65 +21,14 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 
-from .maps import as_attention_maps
-from .webfig import PanelTable, asset, lut, page_html  # noqa: F401 (asset: re-exported)
-from .widgets import attention_view
-
-MAX_VALUES = 2_000_000   # weights one view may embed (about 8 MB of page)
+from .selection import MAX_VALUES, view_data, view_state  # noqa: F401 (re-exported)
+from .webfig import asset, lut, page_html  # noqa: F401 (asset: re-exported)
 
 
 def head_colors(h: int) -> list[str]:
     """One colour per head (matplotlib's tab10, repeated past ten heads)."""
     cycle = matplotlib.colormaps["tab10"].colors
     return [matplotlib.colors.to_hex(cycle[i % len(cycle)]) for i in range(h)]
-
-
-def view_data(attn, src_tokens=None, tgt_tokens=None, *, masks=None) -> dict:
-    """Every (kind, layer, example) of ``attn`` as the views draw it: for each, the
-    query and key labels and one panel (T_q, T_k) per head, masked cells flagged.  What
-    each setting shows is :func:`attention_view`'s (with ``head="all"``).
-
-    -> {"kinds": {kind: {"L", "B", "h"}}, "views": {"kind|layer|example": {"title",
-    "q", "k", "heads"}}, "panels", "masks", "labels"} (deduplicated; weights in
-    thousandths)."""
-    maps = as_attention_maps(attn, masks)
-    total = sum(int(np.prod(w.shape)) for w in maps.values())
-    if total > MAX_VALUES:
-        raise ValueError(f"{total:,} attention weights are too many for one page "
-                         f"(at most {MAX_VALUES:,}); select fewer examples or layers, "
-                         f"e.g. collect_attention(model, src[:4])")
-    table, views, kinds = PanelTable(), {}, {}
-    for kind, w in maps.items():
-        L, B, h = w.shape[:3]
-        kinds[kind] = {"L": int(L), "B": int(B), "h": int(h)}
-        for layer in range(L):
-            for example in range(B):
-                v = attention_view(maps, kind, layer, "all", example,
-                                   src_tokens=src_tokens, tgt_tokens=tgt_tokens)
-                n, Tq, Tk = v["values"].shape
-                m = v["mask"]
-                views[f"{kind}|{layer}|{example}"] = {
-                    "title": f"{kind} attention, layer {layer}, example {example}",
-                    "q": table.label(v["ylabels"] or [str(i) for i in range(Tq)]),
-                    "k": table.label(v["xlabels"] or [str(i) for i in range(Tk)]),
-                    "heads": [table.panel(v["values"][i], None if m is None else m[i])
-                              for i in range(n)]}
-    return {"kinds": kinds, "views": views, "panels": table.panels,
-            "masks": table.masks, "labels": table.labels}
-
-
-def _state(data: dict, kind, layer, example) -> dict:
-    kinds = data["kinds"]
-    kind = next(iter(kinds)) if kind is None else kind
-    if kind not in kinds:
-        raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
-    L, B = kinds[kind]["L"], kinds[kind]["B"]
-    if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
-        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), "
-                         f"got {layer!r}")
-    if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
-        raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
-    return {"kind": kind, "layer": int(layer) % L, "example": int(example)}
 
 
 class View:
@@ -122,7 +72,7 @@ def head_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None,
     ``attn``/``src_tokens``/``tgt_tokens``/``masks`` as in
     :func:`d2lmini.attention_explorer`; ``heads``: the heads shown first (all)."""
     data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
-    state = _state(data, kind, layer, example)
+    state = view_state(data, kind, layer, example)
     h = data["kinds"][state["kind"]]["h"]
     given = heads
     ints = isinstance(heads, (list, tuple, range)) and all(
@@ -144,7 +94,7 @@ def model_view(attn, src_tokens=None, tgt_tokens=None, *, masks=None,
     (or tap) one to open it large, where the pointer reads the exact weight.
     ``open=(layer, head)`` opens one from the start."""
     data = view_data(attn, src_tokens, tgt_tokens, masks=masks)
-    state = _state(data, kind, 0, example)
+    state = view_state(data, kind, 0, example)
     del state["layer"]
     if open is not None:
         k = data["kinds"][state["kind"]]

@@ -3,9 +3,10 @@
 Every figure is first a plain function that returns a matplotlib Figure
 (:func:`attention_figure`, :func:`pe_figure`): headless, testable, usable anywhere.
 What a setting of the attention explorer shows is decided once, by
-:func:`attention_view`.  Displayed, an explorer is one HTML output (see
-:mod:`d2lmini.webfig`) holding every setting's numbers and a few lines of JavaScript:
-its controls work in Jupyter, Colab and the static HTML book, where no kernel runs.
+:func:`d2lmini.selection.attention_view`.  Displayed, an explorer is one HTML output
+(see :mod:`d2lmini.webfig`) holding every setting's numbers and a few lines of
+JavaScript: its controls work in Jupyter, Colab and the static HTML book, where no
+kernel runs.
 ``explorer.widget`` is the ipywidgets version (controls above an ``Output`` with the
 matplotlib picture), built on first use; only APIs present in both ipywidgets 7.7
 (Colab) and 8.x are used.  Without ipywidgets nothing fails or warns.
@@ -13,20 +14,20 @@ matplotlib picture), built on first use; only APIs present in both ipywidgets 7.
 from __future__ import annotations
 
 import base64
-import io
-import sys
 from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .maps import AttentionMaps, as_attention_maps
-from .plot import show_heatmaps
+from .maps import AttentionMaps, as_attention_maps  # noqa: F401 (re-exported)
+from .plot import figure_png, in_kernel, show_heatmaps  # noqa: F401 (re-exported)
+from .selection import PAD, attention_view, grid, labels, select
 from .transformer import PositionalEncoding
 from . import webfig
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PAD = "<pad>"  # the label of a padding position
+# the names these helpers had here before they moved to d2lmini.selection
+_labels, _grid, _select = labels, grid, select
 
 
 def ipywidgets_or_none():
@@ -39,108 +40,11 @@ def ipywidgets_or_none():
     return ipywidgets
 
 
-def in_kernel() -> bool:
-    """True inside a Jupyter or Colab kernel (a frontend may render widgets and
-    display updates); False in plain Python, terminal IPython and test runs."""
-    # a kernel has imported it; don't import it here
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-def figure_png(fig, dpi: float | None = None, tight: bool = True) -> bytes:
-    """Render a figure to PNG bytes; a small ``dpi`` keeps embedded outputs small.
-    ``tight=False`` keeps the figure's own size (faster; equal-size animation
-    frames)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi or fig.dpi,
-                bbox_inches="tight" if tight else None)
-    return buf.getvalue()
-
-
 def _b64(png: bytes) -> str:
     return base64.b64encode(png).decode("ascii")
 
 
 # ------------------------------------------------------------------ attention figure
-def _labels(tokens, example: int, n: int, what: str) -> list[str] | None:
-    """Tick labels for one example: ``tokens`` is one sequence shared by every example
-    (a list of str, or a str = its characters) or one sequence per example (a list of
-    lists/tuples).  Positions past a shorter sequence are padding: labelled PAD."""
-    if tokens is None:
-        return None
-    if isinstance(tokens, str) or all(isinstance(t, str) for t in tokens):
-        seq = list(tokens)
-    else:
-        if not 0 <= example < len(tokens):
-            raise ValueError(f"{what}: got tokens for {len(tokens)} examples, "
-                             f"but example {example} was asked for")
-        seq = [str(t) for t in tokens[example]]
-    if len(seq) > n:
-        raise ValueError(f"got {len(seq)} {what} for {n} positions")
-    return seq + [PAD] * (n - len(seq))
-
-
-def _grid(h: int) -> tuple[int, int]:
-    """Rows and columns for h small heatmaps, as square as h's divisors allow."""
-    cols = next(c for c in range(1, h + 1) if h % c == 0 and c * c >= h)
-    return h // cols, cols
-
-
-def _select(maps: AttentionMaps, kind, layer, head, example):
-    """Validate the selection; -> (weights (h|1, T_q, T_k), mask of the same shape or
-    None, kind, layer index)."""
-    if kind is None:
-        kind = next(iter(maps))
-    if kind not in maps:
-        raise ValueError(f"kind must be one of {list(maps)}, got {kind!r}")
-    L, B, h = maps[kind].shape[:3]
-    if not isinstance(layer, (int, np.integer)) or not -L <= layer < L:
-        raise ValueError(f"layer must be an int in [0, {L - 1}] (or negative), "
-                         f"got {layer!r}")
-    if not isinstance(example, (int, np.integer)) or not 0 <= example < B:
-        raise ValueError(f"example must be an int in [0, {B - 1}], got {example!r}")
-    if not (head in ("all", "mean") or (isinstance(head, (int, np.integer))
-                                         and not isinstance(head, bool)
-                                         and 0 <= head < h)):
-        raise ValueError(f"head must be 'all', 'mean' or an int in [0, {h - 1}], "
-                         f"got {head!r}")
-    layer = int(layer) % L
-    w = maps[kind][layer, example]                                  # (h, T_q, T_k)
-    m = maps.masks.get(kind)
-    m = None if m is None else m[example]                           # (h, T_q, T_k)
-    if head == "mean":
-        w, m = w.mean(0, keepdims=True), None if m is None else m.any(0, keepdims=True)
-    elif head != "all":
-        w, m = w[head: head + 1], None if m is None else m[head: head + 1]
-    return w, m, kind, layer
-
-
-def attention_view(attn, kind: str | None = None, layer: int = 0,
-                   head: int | str = "all", example: int = 0, *, src_tokens=None,
-                   tgt_tokens=None, masks=None) -> dict:
-    """What one setting of the attention explorer shows: the one function that decides
-    it, for the matplotlib figure and for the page's JavaScript alike.
-
-    -> {"title", "values" (n, T_q, T_k), "mask" (n, T_q, T_k) bool or None,
-    "titles" (one per panel, or None), "grid" (rows, cols), "xlabels" (keys),
-    "ylabels" (queries), "kind", "layer"}; n = h for head="all", else 1.
-    """
-    maps = as_attention_maps(attn, masks)
-    w, m, kind, layer = _select(maps, kind, layer, head, example)
-    n, Tq, Tk = w.shape
-    q_tok = tgt_tokens if kind in ("decoder self", "cross") else src_tokens
-    k_tok = tgt_tokens if kind == "decoder self" else src_tokens
-    ylabels = _labels(q_tok, example, Tq, "query labels")
-    xlabels = _labels(k_tok, example, Tk, "key labels")
-    what = {"all": "all heads", "mean": "mean over heads"}.get(head, f"head {head}")
-    return {"title": f"{kind} attention, layer {layer}, {what}, example {example}",
-            "values": w, "mask": m, "kind": kind, "layer": layer,
-            "titles": [f"head {i}" for i in range(n)] if head == "all" else None,
-            "grid": _grid(n) if head == "all" else (1, 1),
-            "xlabels": xlabels, "ylabels": ylabels}
-
-
 def attention_figure(attn, kind: str | None = None, layer: int = 0,
                      head: int | str = "all", example: int = 0, *, src_tokens=None,
                      tgt_tokens=None, masks=None,
@@ -379,7 +283,7 @@ class AttentionExplorer(Explorer):
         self.vmax, self.cmap = vmax, cmap  # vmax=1.0: one colour scale for every view
         self.state = {"kind": kind or next(iter(self.maps)), "layer": layer,
                       "head": head, "example": example}
-        _select(self.maps, **self.state)  # fail early on a bad initial state
+        select(self.maps, **self.state)  # fail early on a bad initial state
         self.update()
 
     def _make_controls(self, widgets) -> dict:
@@ -407,7 +311,7 @@ class AttentionExplorer(Explorer):
             new["example"] = min(new["example"], B - 1)
             if new["head"] not in ("all", "mean") and new["head"] >= h:
                 new["head"] = "all"
-        _, _, new["kind"], new["layer"] = _select(self.maps, **new)
+        _, _, new["kind"], new["layer"] = select(self.maps, **new)
         self.state = new
         self._redraw()
         return self.figure

@@ -199,3 +199,88 @@ def test_spread_plot_draws_one_dot_per_seed():
     assert [len(l.get_ydata()) for l in dots] == [3, 3]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- baselines and analyses
+def test_auroc_counts_pairs_and_half_ties():
+    conf = torch.tensor([0.9, 0.8, 0.8, 0.3, 0.2])
+    ok = torch.tensor([True, True, False, False, True])
+    # right: 0.9, 0.8, 0.2; wrong: 0.8, 0.3.  Pairs (right > wrong): 0.9 beats both,
+    # 0.8 ties 0.8 (1/2) and beats 0.3, 0.2 beats neither: (2 + 1.5 + 0) / 6
+    assert ablation.auroc(conf, ok) == pytest.approx(3.5 / 6)
+    assert ablation.auroc(torch.tensor([0.9, 0.1]), torch.tensor([True, False])) == 1.0
+    assert math.isnan(ablation.auroc(torch.ones(3), torch.ones(3, dtype=torch.bool)))
+    with pytest.raises(ValueError, match="same shape"):
+        ablation.auroc(torch.ones(3), torch.ones(2, dtype=torch.bool))
+
+
+def test_reliability_bins():
+    conf = torch.tensor([0.95, 0.91, 0.62, 0.68, 0.15])
+    ok = torch.tensor([True, False, True, True, False])
+    r = ablation.reliability(conf, ok)
+    assert r["n"][9] == 2 and r["accuracy"][9] == 0.5
+    assert r["confidence"][6] == pytest.approx(0.65) and r["n"][1] == 1
+    assert math.isnan(r["accuracy"][0]) and sum(r["n"]) == 5
+
+
+def test_input_blind_baseline_knows_positions_not_inputs():
+    # column 0 always 3, column 1 half 4 half 5, column 2 padded in half the rows
+    t = torch.tensor([[3, 4, 6], [3, 5, 0], [3, 4, 6], [3, 5, 0]])
+    b = ablation.input_blind_baseline(t, pad_id=0)
+    want = (4 * 0.0 + 4 * math.log(2) + 2 * 0.0) / 10          # per real token
+    assert b["loss"] == pytest.approx(want)
+    assert b["token_accuracy"] == pytest.approx((4 + 2 + 2) / 10)
+    p = torch.tensor([4, 2, 2, 2]) / 10                           # ids 3, 4, 5, 6
+    assert b["unigram_loss"] == pytest.approx(-(p * p.log()).sum().item())
+    assert b["unigram_accuracy"] == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="integer targets"):
+        ablation.input_blind_baseline(t.float())
+
+
+def test_input_blind_floor_of_the_dates():
+    data = ablation.DateData(n_train=20000, n_test=10)
+    b = ablation.input_blind_baseline(data.train[2])
+    assert b["loss"] == pytest.approx(1.123, abs=0.005)           # review ch06-10, V1
+    assert b["token_accuracy"] == pytest.approx(0.506, abs=0.005)
+    assert b["unigram_loss"] == pytest.approx(2.27, abs=0.01)
+
+
+def test_lengths_place_the_date_anywhere_in_a_window():
+    data = ablation.DateData(n_train=300, n_test=50, lengths=(0, 32))
+    n = data.source_lengths("train")
+    assert int(n.max()) <= 32 and len(set(n.tolist())) > 10
+    assert all(s.strip() == p for s, (p, _) in zip(data.sources["train"],
+                                                   data.pairs["train"]))
+    src = data.at_lengths("test", 41, 48)[0]
+    real = (src != data.src_vocab.pad_id).sum(1)
+    assert int(real.min()) >= 41 and int(real.max()) <= 48
+    with pytest.raises(ValueError, match="longest source"):
+        data.at_lengths("test", 0, 10)
+    with pytest.raises(ValueError, match="not both"):
+        ablation.DateData(n_train=10, n_test=5, shift=(1, 2), lengths=(0, 32))
+
+
+def test_by_field_splits_the_iso_date():
+    data = ablation.DateData(n_train=50, n_test=40)
+    torch.manual_seed(0)
+    m = d2l.Transformer(len(data.src_vocab), len(data.tgt_vocab), d_model=16,
+                        num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=64)
+    out = ablation.by_field(m, *data.test, data.sources["test"])
+    assert set(out) == {"month as a word", "month as digits"}
+    n = sum(out[g]["year"]["n"] for g in out)
+    assert n == 40 and all(set(out[g]) == {"year", "month", "day"} for g in out)
+    words = [s for s in data.sources["test"] if any(c.isascii() and c.isalpha()
+                                                    for c in s)]
+    assert out["month as a word"]["day"]["n"] == len(words)
+    with pytest.raises(ValueError, match="one source string per row"):
+        ablation.by_field(m, *data.test, data.sources["test"][:3])
+
+
+def test_train_dates_records_a_held_out_curve(one_thread):
+    data = ablation.DateData(n_train=500, n_test=50)
+    r = ablation.train_dates(data, steps=12, warmup=2, batch_size=16, eval_at=(4, 12))
+    assert r["curve"]["step"] == [4, 12]
+    assert r["curve"]["loss"][-1] == pytest.approx(r["loss"])
+    assert 0 <= r["auroc"] <= 1 or math.isnan(r["auroc"])
+    with pytest.raises(ValueError, match="eval_at"):
+        ablation.train_dates(data, steps=5, warmup=1, eval_at=(9,))

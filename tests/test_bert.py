@@ -329,3 +329,75 @@ def test_shipped_checkpoint_restores_masked_characters():
     top = torch.bincount(train_ids).argmax()
     unigram = (y[y != -100] == top).float().mean().item()
     assert acc > unigram + 0.15, (acc, unigram)
+
+
+# ------------------------------------------------------------------ NSP, PLL, sizes
+def test_nsp_pairs_follow_the_rule():
+    ids = torch.randperm(2000) + 4                       # distinct: a slice says its place
+    where = torch.empty(2004, dtype=torch.long)
+    where[ids] = torch.arange(2000)
+    x, seg, is_next = d2l.bert.nsp_pairs(ids, 3000, torch.Generator().manual_seed(0))
+    assert x.shape == seg.shape == (3000, 32) and is_next.shape == (3000,)
+    assert (x[:, 0] == 1).all() and (x[:, 15] == 2).all() and (x[:, -1] == 2).all()
+    assert (seg[:, :16] == 0).all() and (seg[:, 16:] == 1).all()
+    a, b = where[x[:, 1:15]], where[x[:, 16:31]]
+    assert ((a[:, 1:] - a[:, :-1]) == 1).all() and ((b[:, 1:] - b[:, :-1]) == 1).all()
+    follows = b[:, 0] == a[:, -1] + 1
+    assert torch.equal(follows, is_next == 1)            # NotNext never follows A
+    assert abs(is_next.float().mean().item() - 0.5) < 0.04
+    with pytest.raises(ValueError, match="1-D tensor"):
+        d2l.bert.nsp_pairs(ids[:10], 4)
+
+
+def test_pseudo_log_likelihood_masks_one_position_at_a_time():
+    model = small_bert(max_len=12).eval()
+    x = torch.randint(4, 30, (3, 8))
+    x[:, 0] = 1
+    got = d2l.bert.pseudo_log_likelihood(model, x, mask_id=3, special_ids=[0, 1, 2])
+    want = torch.zeros(3)
+    with torch.no_grad():
+        for r in range(3):
+            for c in range(1, 8):
+                m = x[r:r + 1].clone()
+                m[0, c] = 3
+                logp = model.mlm_logits(model(m))[0, c].log_softmax(-1)
+                want[r] += logp[x[r, c]]
+    assert torch.allclose(got, want, atol=1e-4)
+    some = d2l.bert.pseudo_log_likelihood(model, x, 3, [0, 1, 2], positions=[2, 5])
+    assert (some > got).all()                            # fewer (negative) terms
+
+
+def test_param_count_equals_hugging_face_and_ours():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(vocab_size=100, hidden_size=48, num_hidden_layers=3,
+                                  num_attention_heads=4, intermediate_size=96,
+                                  max_position_embeddings=40, type_vocab_size=3)
+    assert d2l.bert.bert_param_count(cfg) == transformers.BertModel(cfg).num_parameters()
+    mlm = transformers.BertForMaskedLM(cfg)              # no pooler, a tied MLM head
+    assert d2l.bert.bert_param_count(cfg, pooler=False, mlm_head=True) == \
+        mlm.num_parameters()
+    ours = d2l.bert_from_hf(mlm)
+    assert d2l.bert.bert_param_count(ours, mlm_head=True) == \
+        sum(p.numel() for p in ours.parameters())
+    assert d2l.bert.bert_param_count(transformers.BertConfig()) == 109_482_240
+    with pytest.raises(TypeError, match="config must be"):
+        d2l.bert.bert_param_count(42)
+
+
+def test_chapter_diagrams_draw():
+    import matplotlib.pyplot as plt
+    for name, words in (("bert_input", ["segment", "position", "[SEP]"]),
+                        ("bert_tasks", ["tagging", "span QA", "start", "end"]),
+                        ("gpt2_names", ["c_attn", "W_q, W_k, W_v", "tied"])):
+        fig = d2l.diagram(name)
+        text = "\n".join(t.get_text() for t in fig.findobj(plt.Text))
+        assert all(w in text for w in words), (name, text)
+        assert fig.get_size_inches()[0] <= 5.2
+        plt.close(fig)
+    tok = d2l.BPE.train("low lower lowest newer newest " * 20, 270)
+    fig = d2l.diagrams.merge_tree(tok, tok.encode(" lowest")[0])
+    labels = [t.get_text() for t in fig.findobj(plt.Text) if t.get_text()]
+    assert sum("\n" not in l for l in labels) == len(" lowest")    # one leaf per byte
+    plt.close(fig)
+    with pytest.raises(ValueError, match="token_id must be"):
+        d2l.diagrams.merge_tree(tok, 10_000)

@@ -1,10 +1,12 @@
-"""Byte-level BPE from scratch (d2lmini.bpe): round trips, training, Hugging Face tokenizers."""
-import re
+"""Byte-level BPE from scratch (d2lmini.bpe): round trips, training, Hugging Face tokenizers,
+and GPT-2's own tokenizer loaded from OpenAI's files."""
+import shutil
+import unicodedata
 
 import pytest
 
 import d2lmini as d2l
-from d2lmini.bpe import BPE, SPLIT_PATTERN
+from d2lmini.bpe import BPE, SPLIT_PATTERN, bytes_to_unicode, compile_pattern, gpt2_tokenizer_files
 
 TEXT = d2l.load_corpus("book.txt")
 
@@ -37,7 +39,7 @@ def test_vocabulary_and_merges(tok):
     assert tok.encode(" the") == [[i for i, v in tok.vocab.items() if v == b" the"][0]]
     # the first merge is the most frequent adjacent pair inside the chunks
     counts = {}
-    for chunk in re.findall(SPLIT_PATTERN, TEXT):
+    for chunk in compile_pattern(SPLIT_PATTERN).findall(TEXT):
         b = chunk.encode()
         for p in zip(b, b[1:]):
             counts[p] = counts.get(p, 0) + 1
@@ -95,3 +97,87 @@ def test_bad_input():
     with pytest.raises(ValueError, match="out of order"):
         BPE({(97, 98): 300})
     assert BPE.train("ab", 1000).vocab_size == 256        # no pair occurs twice: no merge
+
+
+# ------------------------------------------------------------------ GPT-2's tokenizer
+VARIED = ("Hello world! It's 2019: GPT-2 reads 1234567 numbers, ² and ½, Ⅻ, ３.\n"
+          "naïve café, 北京欢迎你。为什么我们要工作？ 🙂👍🏽 👨‍👩‍👧  trailing   \n\n\t tabs\r\n"
+          "<|endoftext|>next doc  <|endoftext|> x\x1c\x1dy e\u0301 \u00a0nbsp \u3000ideo"
+          " SolidGoldMagikarp 'S 'll'd I'M 3.14159 -42 $1,000  ")
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return BPE.from_gpt2()
+
+
+@pytest.fixture(scope="module")
+def hf_gpt2(tmp_path_factory):
+    """Hugging Face's GPT2TokenizerFast built offline from the same two files (the
+    names from_pretrained expects work in transformers 4 and 5 alike)."""
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path_factory.mktemp("gpt2_tokenizer")
+    enc, bpe = gpt2_tokenizer_files()
+    shutil.copy(enc, folder / "vocab.json")
+    shutil.copy(bpe, folder / "merges.txt")
+    return transformers.GPT2TokenizerFast.from_pretrained(str(folder))
+
+
+def test_gpt2_files_load_to_gpt2s_vocabulary(gpt2):
+    assert gpt2.vocab_size == len(gpt2) == 50257 and len(gpt2.merges) == 50000
+    assert gpt2.special_tokens == {"<|endoftext|>": 50256}
+    assert gpt2.encode("Hello world") == [15496, 995]
+    assert gpt2.encode("<|endoftext|>") == [50256]
+    assert gpt2.encode("<|endoftext|>", special=False) != [50256]
+    # ids 0-255 are the bytes in bytes_to_unicode's order, not in byte order
+    assert gpt2.vocab[0] == b"!" and gpt2.byte_ids[ord("!")] == 0
+    assert gpt2.byte_ids[ord(" ")] == 220 and gpt2.vocab[220] == b" "
+    assert gpt2.decode([15496, 995, 50256]) == "Hello world<|endoftext|>"
+
+
+def test_bytes_to_unicode_is_gpt2s_table():
+    table = bytes_to_unicode()
+    assert sorted(table) == list(range(256)) and len(set(table.values())) == 256
+    assert table[ord("A")] == "A" and table[32] == "Ġ" and table[10] == "Ċ"
+    assert all(c.isprintable() and not c.isspace() for c in table.values())
+    assert list(table)[:3] == [33, 34, 35] and list(table)[188] == 0
+
+
+def test_gpt2_token_for_token_equal_to_hugging_face(gpt2, hf_gpt2):
+    for s in [VARIED, TEXT, d2l.load_corpus("tinyshakespeare.txt")[-50_000:], *STRINGS]:
+        ids = gpt2.encode(s)
+        assert ids == hf_gpt2(s)["input_ids"], s[:40]
+        assert gpt2.decode(ids) == s
+
+
+def test_split_pattern_reads_unicode_classes_as_gpt2s_regex_does():
+    """\\p{N} takes "²" and "½" (Python's re would call them letters), \\s is
+    Unicode's White_Space (Python's re adds U+001C-U+001F)."""
+    split = compile_pattern(SPLIT_PATTERN).findall
+    assert split("x² ½ Ⅻ") == ["x", "²", " ½", " Ⅻ"]
+    assert split("a\x1cb") == ["a", "\x1c", "b"]
+    regex = pytest.importorskip("regex")
+    for name in ("L", "N"):
+        theirs, ours = regex.compile(rf"\p{{{name}}}"), compile_pattern(rf"\p{{{name}}}")
+        for cp in range(0, 0x40000, 7):                      # every 7th code point
+            c = chr(cp)
+            if 0xD800 <= cp < 0xE000 or unicodedata.category(c) == "Cn":
+                continue                                      # unassigned here
+            assert bool(theirs.fullmatch(c)) == bool(ours.fullmatch(c)), hex(cp)
+    ws = regex.compile(r"\s")
+    ours = compile_pattern(r"\s")
+    assert [c for c in range(0x3001) if ws.match(chr(c))] == \
+        [c for c in range(0x3001) if ours.match(chr(c))]
+    assert regex.findall(SPLIT_PATTERN, VARIED) == split(VARIED)
+
+
+def test_gpt2_files_give_clear_errors(tmp_path):
+    enc, bpe = gpt2_tokenizer_files()
+    with pytest.raises(TypeError, match="encoder_json must be a path"):
+        BPE.from_gpt2(42, bpe)
+    with pytest.raises(ValueError, match="lacks single-byte tokens"):
+        BPE.from_gpt2({"a": 0}, [])
+    with pytest.raises(ValueError, match="each merge is two strings"):
+        BPE.from_gpt2(enc, [("a", "b", "c")])
+    with pytest.raises(ValueError, match="only .p.L. and .p.N. are supported"):
+        compile_pattern(r"\p{Lu}")

@@ -10,7 +10,12 @@ cell or output line hides behind a scroll bar on a desktop, figures keep their a
 ratio, are sharp, their text readable and their alt text meaningful, the attention
 views answer hover and click, the explorers' script is loaded once, no request leaves
 the book (the search index only on the search page), no console error, no 404, and
-each page stays light.  Book-wide: at least five numbered, captioned block diagrams;
+each page stays light.  On a phone no figure's text is under 9 CSS px (PNG figures
+carry their smallest text, d2lmini.figure_layout; the book gives wide ones a phone
+layout).  The live models (``d2l.live``): a box answers typed dates, prompts and
+masked sentences as PyTorch does on the shipped weights (``window.d2lModels``, to
+1e-9 in float64), over HTTP and from file://, its weights loaded only when asked
+(the page stays within its budget until then, within 5 MB after).  Book-wide: at least five numbered, captioned block diagrams;
 search snippets without raw TeX; no empty index page.  Screenshots go to
 ``_build/screenshots/``.  Skipped when there is no built book or no Chromium, unless
 ``D2LMINI_BROWSER_TEST=1`` (set by CI) turns a skip into a failure.
@@ -25,9 +30,12 @@ import pathlib
 import re
 import shutil
 import threading
+import time
 
 import pytest
 import yaml
+
+import live_checks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -39,11 +47,26 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("D2LMINI_BROWSER_TEST") == "1"
 DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 PAGE_BUDGET = 3_000_000      # bytes fetched by one page, cold cache
+LIVE_BUDGET = 5_000_000      # ... with its live model loaded
 BOOK_BUDGET = 20_000_000     # bytes of the whole built book
 MIN_TEXT_PX = 9              # figure text as displayed
 ASPECT_TOLERANCE = 0.02      # an image's shown aspect ratio vs its own
 MIN_DIAGRAMS = 5             # numbered block diagrams (d2l.diagram) in the book
 VIEW_PAGES = ["chapters/08_transformer", "chapters/12_gpt"]  # head and model views
+
+
+def _live_models(path: str) -> list[str]:
+    """The live models a page's notebook shows (``d2l.live("name")`` in a code cell)."""
+    import json
+    nb = (ROOT / path).with_suffix(".ipynb")
+    if not nb.exists():
+        return []
+    cells = json.loads(nb.read_text())["cells"]
+    src = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return sorted(set(re.findall(r"\bd2l\.live\(\s*[\"']([a-z]+)[\"']", src)))
+
+
+LIVE_PAGES = {p: _live_models(p) for p in NOTEBOOKS if _live_models(p)}
 
 
 def _need(ok: bool, why: str) -> None:
@@ -190,17 +213,38 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
 
 
 def check_figures_sharp_and_readable(page) -> None:
-    """PNGs stored at >= 2x their displayed width; in-page SVG text >= 9 px displayed."""
+    """PNGs stored at >= 2x their displayed width; in-page SVG text >= 9 px displayed
+    (and on a phone the text of PNG figures too, see figure_text_on_phone)."""
+    # a phone's picture is a "2x" source: its naturalWidth is half its pixels
     soft = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
-        .filter(i => i.complete && i.clientWidth > 40 && i.naturalWidth < 1.9 * i.clientWidth)
+        .filter(i => i.complete && i.clientWidth > 40 &&
+                     i.naturalWidth * (i.currentSrc.includes('.phone.') ? 2 : 1) < 1.9 * i.clientWidth)
         .map(i => i.src.split('/').pop() + ' ' + i.naturalWidth + 'px shown at ' + i.clientWidth)""")
     assert not soft, f"figures stored at less than 2x their displayed width: {soft}"
-    small = page.evaluate("""(m) => Array.from(document.querySelectorAll('.d2l-fig svg')).flatMap(s => {
+    small = page.evaluate("""(m) => Array.from(document.querySelectorAll(
+        '.d2l-fig svg, .d2l-view svg, .d2l-live svg')).flatMap(s => {
         const vb = s.viewBox.baseVal, k = vb && vb.width ? s.getBoundingClientRect().width / vb.width : 1;
         return Array.from(s.querySelectorAll('text')).filter(t => t.textContent.trim())
-          .map(t => parseFloat(t.getAttribute('font-size') || 11) * k).filter(px => px < m);
+          .map(t => parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize || 11) * k)
+          .filter(px => px < m);
       })""", MIN_TEXT_PX - 0.05)
     assert not small, f"{len(small)} figure labels below {MIN_TEXT_PX} px, smallest {min(small):.1f} px"
+    if page.viewport_size["width"] < 500:
+        tiny = figure_text_on_phone(page)
+        assert not tiny, f"{len(tiny)} figures show text below {MIN_TEXT_PX} px on a phone: {tiny[:4]}"
+
+
+def figure_text_on_phone(page) -> list[str]:
+    """PNG figures whose smallest text, as displayed, is below 9 CSS px: each inline
+    figure says its smallest text at its own width (data-d2l-text, data-d2l-w; the
+    phone's picture: data-d2l-phone-*), the page says how wide it is shown."""
+    return page.evaluate("""(m) => Array.from(document.querySelectorAll('article img[data-d2l-text]'))
+        .filter(i => i.complete && i.clientWidth > 0).map(i => {
+          const ph = i.dataset.d2lPhoneText !== undefined && i.currentSrc.includes('.phone.');
+          const t = +(ph ? i.dataset.d2lPhoneText : i.dataset.d2lText), w = +(ph ? i.dataset.d2lPhoneW : i.dataset.d2lW);
+          return [i.src.split('/').pop().slice(0, 12), t * i.clientWidth / w, i.clientWidth];
+        }).filter(x => x[1] < m).map(x => x[0] + ' ' + x[1].toFixed(1) + ' px text at ' + x[2] + ' px')""",
+                         MIN_TEXT_PX - 0.05)
 
 
 def check_images_keep_aspect(page) -> None:
@@ -413,9 +457,10 @@ def test_page_on_desktop(browser, path):
         assert not off, f"controls shown that cannot be moved: {off}"
         views = check_views_respond(page, path in VIEW_PAGES)
         assert not v.errors, f"console errors after moving the controls: {v.errors}"
+        live = check_live_models(v, path, every_input=True)
         sidebar_toggle_works_on_desktop(page)
         print(f"\n{path} desktop: {total:,} bytes fetched, {changed}/{controls} controls change a "
-              f"figure, {views} attention views answer")
+              f"figure, {views} attention views answer{live}")
     finally:
         v.close()
 
@@ -435,12 +480,74 @@ def test_page_on_phone(browser, path):
         assert not dead, f"controls that do not change their figure: {dead}"
         assert not off, f"controls shown that cannot be moved: {off}"
         check_views_respond(page, path in VIEW_PAGES)
+        live = check_live_models(v, path, every_input=False)
         no_sideways_scroll(page)
+        check_figures_sharp_and_readable(page)   # the live boxes' views too
         assert not v.errors, f"console errors after moving the controls: {v.errors}"
         print(f"\n{path} phone: {total:,} bytes fetched, {changed}/{controls} controls change a "
-              f"figure, one tap shows {shown} chapter links")
+              f"figure, one tap shows {shown} chapter links{live}")
     finally:
         v.close()
+
+
+_REFS: dict = {}
+
+
+def _reference(name: str, text: str) -> dict:
+    if (name, text) not in _REFS:
+        _REFS[name, text] = live_checks.reference(name, text)
+    return _REFS[name, text]
+
+
+def check_live_models(v: "Visit", path: str, every_input: bool) -> str:
+    """Every live box of the page: present where the notebook shows one, the weights
+    not fetched with the page, window.d2lModels answering as PyTorch (1e-9), the box
+    answering typed input with its attention drawn, the page within LIVE_BUDGET after.
+    -> a note for the printout."""
+    page, want = v.page, LIVE_PAGES.get(path, [])
+    names = sorted(set(page.evaluate(
+        "() => Array.from(document.querySelectorAll('.d2l-live')).map(e => e.dataset.d2llive)")))
+    assert names == want, f"live boxes {names}, the notebook shows {want}"
+    if not names:
+        return ""
+    assert not [u for u in v.bytes if "/weights-" in u], "weights fetched with the page"
+    assert sorted(page.evaluate("Object.keys(window.d2lModels || {})")) == names
+    worst, t0 = 0.0, time.perf_counter()
+    for name in names:
+        texts = live_checks.INPUTS[name] if every_input else live_checks.INPUTS[name][:1]
+        for text in texts:
+            worst = max(worst, live_checks.compare(page, name, text, _reference(name, text)))
+        live_checks.use_box(page, name, texts[0], _reference(name, texts[0]))
+    assert worst <= 1e-9, f"max |page - torch float64| = {worst:.2e}"
+    total = sum(v.bytes.values())
+    assert total <= LIVE_BUDGET, f"{total:,} bytes with the live model (budget {LIVE_BUDGET:,})"
+    assert not v.errors, f"console errors from the live models: {v.errors}"
+    return (f"; live {', '.join(names)}: {total:,} bytes with the weights, max |page - torch| "
+            f"{worst:.1e}, {time.perf_counter() - t0:.1f} s of checks")
+
+
+@pytest.mark.parametrize("path", sorted(LIVE_PAGES))
+def test_live_models_from_file(browser, path):
+    """The live boxes work from file:// too (a book opened from disk): the weights load
+    as a classic script, nothing else is asked for, no console error."""
+    b, _ = browser
+    ctx = b.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+    page, errors, asked = ctx.new_page(), [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("request", lambda r: asked.append(r.url))
+    try:
+        page.goto((HTML / path).with_suffix(".html").as_uri(), wait_until="load")
+        for name in LIVE_PAGES[path]:
+            text = live_checks.INPUTS[name][-1]
+            worst = live_checks.compare(page, name, text, _reference(name, text))
+            assert worst <= 1e-9, f"max |page - torch float64| = {worst:.2e}"
+            live_checks.use_box(page, name, text, _reference(name, text))
+        outside = [u for u in asked if not u.startswith(("file:", "data:", "blob:"))]
+        assert not outside, f"requests off the book: {outside}"
+        assert not errors, errors
+    finally:
+        ctx.close()
 
 
 def test_whole_book_is_light():

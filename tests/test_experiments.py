@@ -160,3 +160,90 @@ def test_depth_stack_residual_and_plain():
     assert not torch.allclose(plain(x), res(x))
     r = seqtasks.depth_run(2, steps=5)
     assert len(r["step_loss"]) == 5 and r["train_loss"] > 0
+
+
+# ---------------------------------------------------------------- new variants
+def test_tanh_sigmoid_ffn_and_embedding_inits():
+    x = torch.randn(2, 5, 16)
+    for name, f in (("tanh", torch.tanh), ("sigmoid", torch.sigmoid)):
+        ffn = _tiny(activation=name).encoder.blocks[0].ffn
+        assert torch.allclose(ffn(x), ffn.linear2(f(ffn.linear1(x))), atol=1e-6)
+    base = _tiny()
+    scaled = _tiny(scale_embedding=False, embed_init="scaled")
+    src = torch.randint(4, 12, (2, 6))
+    # the factor folded into the init: the same model at the start
+    assert torch.allclose(base.encoder.embed(src), scaled.encoder.embed(src), atol=1e-5)
+    normal = _tiny(scale_embedding=False, embed_init="normal")
+    assert 0.8 < normal.encoder.embedding.weight.std().item() < 1.2
+    with pytest.raises(ValueError, match="embed_init"):
+        _tiny(embed_init="xavier")
+
+
+def test_alibi_slopes_and_bias_follow_press_et_al():
+    assert torch.allclose(experiments.alibi_slopes(8),
+                          torch.tensor([2.0 ** -(i + 1) for i in range(8)]))
+    s6 = experiments.alibi_slopes(6)                 # not a power of 2: their rule
+    assert torch.allclose(s6[:4], experiments.alibi_slopes(4))
+    assert torch.allclose(s6[4:], experiments.alibi_slopes(8)[0::2][:2])
+    b = experiments.alibi_bias(5, 2)
+    assert b.shape == (2, 5, 5) and torch.equal(b, b.transpose(1, 2))
+    assert b[0, 0, 3].item() == pytest.approx(-3 * 2 ** -4)
+
+
+def test_rope_scores_depend_on_the_offset_only():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    dots = [float(experiments.rope(q.expand(p + 1, 16).contiguous())[p]
+                  @ experiments.rope(k.expand(p + 4, 16).contiguous())[p + 3])
+            for p in (0, 5, 40)]
+    assert max(dots) - min(dots) < 1e-4
+    x = torch.randn(2, 3, 7, 8, generator=g)
+    assert torch.allclose(experiments.rope(x).norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+
+
+@pytest.mark.parametrize("scheme", ["alibi", "rope"])
+def test_relative_encoder_fused_equals_slow_and_has_no_absolute_positions(scheme):
+    from d2lmini.attention import set_fused_attention
+    m = _tiny(relative=scheme, pos_encoding="sinusoidal")
+    src = torch.randint(4, 12, (3, 7))
+    src[0, 5:] = 0
+    tgt = torch.randint(3, 10, (3, 4))
+    slow = m(src, tgt)
+    assert m.encoder.blocks[0].self_attn.attention_weights.shape == (3, 2, 7, 7)
+    set_fused_attention(m, True)
+    assert torch.allclose(m(src, tgt), slow, atol=1e-5)
+    assert isinstance(m.encoder.pos_encoding, torch.nn.Identity)
+    assert type(m.decoder.pos_encoding).__name__ == "PositionalEncoding"
+    with pytest.raises(ValueError, match="relative must be"):
+        _tiny(relative="t5")
+
+
+def test_a_zero_bias_is_attention_without_positions():
+    plain = _tiny(pos_encoding="none")
+    zero = _tiny(relative="alibi", relative_fn=lambda T, h: torch.zeros(h, T, T))
+    src = torch.randint(4, 12, (2, 6))
+    assert torch.allclose(plain.encode(src)[0], zero.encode(src)[0], atol=1e-6)
+
+
+def test_probe_chance_is_the_commonest_position():
+    src = torch.tensor([[5, 5, 0, 0], [5, 5, 5, 0], [5, 0, 0, 0], [5, 5, 5, 5]] * 2)
+    # scored half: rows 4..7, 10 real tokens, 4 at the commonest position 0
+    assert experiments.probe_chance(src) == pytest.approx(0.4)
+
+
+def test_lesion_skips_one_block_at_a_time(one_thread):
+    from d2lmini import ablation
+    data = ablation.DateData(n_train=100, n_test=30)
+    torch.manual_seed(0)
+    m = d2l_transformer(len(data.src_vocab), len(data.tgt_vocab))
+    out = experiments.lesion(m, *data.test)
+    assert len(out["without"]["encoder"]) == 2 == len(out["update"]["decoder"])
+    assert out["loss"] == pytest.approx(ablation.evaluate(m, *data.test)["loss"])
+    assert all(v > 0 for v in out["update"]["encoder"])
+    assert "forward" not in vars(m.encoder.blocks[0])            # restored
+
+
+def d2l_transformer(V_src, V_tgt):
+    import d2lmini as d2l
+    return d2l.Transformer(V_src, V_tgt, d_model=16, num_heads=2, num_layers=2,
+                           d_ff=32, dropout=0.0, max_len=64)

@@ -1,4 +1,6 @@
 """GPT-2's weights in d2l.GPT (d2lmini.gpt2) against Hugging Face, and the size arithmetic."""
+import math
+
 import pytest
 import torch
 
@@ -184,3 +186,20 @@ def test_network_look_is_short_and_false_offline():
     assert not d2l.huggingface_reachable("127.0.0.1", port, timeout=1.0)
     assert not d2l.huggingface_reachable("no-such-host.invalid", 443, timeout=1.0)
     assert time.perf_counter() - t < 2.5
+
+
+def test_bits_per_char_is_the_summed_loss_per_character():
+    from d2lmini.gpt2 import lm_bits_per_char
+    hf = hf_model(0)
+    ours = gpt2_from_hf(hf)
+    V = CONFIGS[0]["vocab_size"]
+    ids = rand_ids(1, 150, V - 1, seed=3)[0]                  # 150 tokens, bos = V - 1
+    bits = lm_bits_per_char(ours, ids, n_chars=400, bos_id=V - 1, window=64)
+    want = 0.0
+    for start in range(0, 150, 64):                           # windows of 64, 64, 22
+        x = torch.cat([torch.tensor([V - 1]), ids[start:start + 64]])[None]
+        want += torch.nn.functional.cross_entropy(hf(x[:, :-1]).logits[0], x[0, 1:],
+                                                  reduction="sum").item()
+    assert abs(bits - want / 400 / math.log(2)) < 1e-6 * bits
+    with pytest.raises(ValueError, match="n_chars must be a positive int"):
+        lm_bits_per_char(ours, ids, 0, bos_id=0)

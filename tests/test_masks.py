@@ -216,3 +216,39 @@ def test_empty_sequence_mask_gives_zeros_not_nan(dtype):
     assert torch.isfinite(w).all()
     assert torch.equal(w[0], torch.zeros_like(w[0]))
     assert torch.allclose(w[1].float().sum(-1), torch.ones(1, 3), atol=1e-2)
+
+
+# ---------------------------------------------------------------- right vs left padding
+def test_right_padding_term_only_changes_pad_query_rows():
+    """Chapter 5: with right padding the causal mask already hides every pad key from
+    every real query; padding & causal differs from causal alone in pad-query rows only."""
+    both = d2l.padding_mask(TOKENS, 0) & d2l.causal_mask(5)
+    differ = (both != d2l.causal_mask(5))[:, 0]                      # (B, T, T)
+    real = TOKENS != 0
+    assert not (differ & real[:, :, None]).any()
+    assert (differ & ~real[:, :, None]).any()
+
+
+def test_left_padding_leaves_leading_pad_queries_empty_and_real_rows_exact():
+    seqs = [[4, 5, 6, 7], [4, 5, 6, 8, 7], [4, 5, 9]]
+    left = d2l.pad_batch(seqs, pad_id=0, side="left")
+    both = (d2l.padding_mask(left, 0) & d2l.causal_mask(5))[:, 0]  # (B, T, T)
+    empty = ~both.any(-1)
+    assert empty.tolist() == [[True, False, False, False, False], [False] * 5,
+                              [True, True, False, False, False]]
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 8, generator=g)
+    x[left == 0] = 0.0
+    scores = x @ x.transpose(1, 2) / 8 ** 0.5
+    w = d2l.masked_softmax(scores, both)
+    assert torch.isfinite(w).all() and torch.equal(w[empty], torch.zeros_like(w[empty]))
+    inf = torch.softmax(scores.masked_fill(~both, float("-inf")), -1)
+    assert torch.isnan(inf).any(-1).equal(empty)                       # -inf: NaN rows
+    for b, s in enumerate(seqs):
+        L, real = len(s), left[b] != 0
+        ref = d2l.masked_softmax(scores[b][real][:, real],
+                                 torch.ones(L, L, dtype=torch.bool).tril())
+        assert torch.allclose(w[b][real][:, real], ref, atol=1e-6)
+    # the causal mask alone lets real queries look at the pads on their left
+    w_causal = d2l.masked_softmax(scores, d2l.causal_mask(5)[0])
+    assert (w_causal * (left == 0)[:, None, :]).sum(-1)[left != 0].max() > 0.01

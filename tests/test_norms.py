@@ -171,3 +171,51 @@ def test_bad_constructor_arguments():
         d2l.LayerNorm((4, 0))
     with pytest.raises(ValueError, match="eps"):
         d2l.LayerNorm(4, eps=-1.0)
+
+
+# ---------------------------------------------------------------- RMSNorm
+@pytest.mark.skipif(not hasattr(nn, "RMSNorm"), reason="nn.RMSNorm needs torch >= 2.4")
+@pytest.mark.parametrize("shape,normalized_shape", [((4, 8), 8), ((3, 5, 8), 8),
+                                                    ((3, 5, 8), (5, 8))])
+def test_rmsnorm_matches_torch(shape, normalized_shape):
+    torch.manual_seed(0)
+    ref = nn.RMSNorm(normalized_shape, eps=1e-6).double()
+    with torch.no_grad():
+        ref.weight.normal_(1, 0.5)
+    ours = d2l.RMSNorm(normalized_shape).double()
+    ours.load_state_dict(ref.state_dict())
+    assert list(ours.state_dict()) == list(ref.state_dict()) == ["weight"]
+    x = (3 * torch.randn(shape, dtype=torch.float64) + 2).requires_grad_()
+    g = torch.randn(shape, dtype=torch.float64)
+    outs = []
+    for m in (ours, ref):
+        y = m(x)
+        outs.append([y, *torch.autograd.grad((y * g).sum(), [x, m.weight])])
+    for u, v in zip(*outs):
+        torch.testing.assert_close(u, v, atol=1e-12, rtol=1e-12)
+
+
+def test_rmsnorm_is_scale_invariant_and_keeps_the_mean_direction():
+    """RMSNorm(c x) = RMSNorm(x) for c > 0; unlike LayerNorm it does not centre."""
+    x = torch.randn(4, 16, dtype=torch.float64) + 3
+    rms = d2l.RMSNorm(16, eps=1e-12).double()
+    torch.testing.assert_close(rms(5 * x), rms(x))
+    assert (rms(x).mean(-1) > 0.5).all()
+    torch.testing.assert_close(rms(x).pow(2).mean(-1), torch.ones(4, dtype=torch.float64))
+
+
+def test_rmsnorm_rejects_bad_input():
+    with pytest.raises(ValueError, match="normalized_shape"):
+        d2l.RMSNorm(0)
+    with pytest.raises(ValueError, match="eps"):
+        d2l.RMSNorm(4, eps=0)
+    with pytest.raises(ValueError, match="expected input ending in"):
+        d2l.RMSNorm(4)(torch.randn(2, 5))
+
+
+def test_layernorm_is_scale_invariant():
+    """LN(c x) = LN(x) for c > 0 (up to eps): the norm of each token is lost."""
+    x = torch.randn(4, 16, dtype=torch.float64)
+    ln = d2l.LayerNorm(16, eps=1e-12).double()
+    torch.testing.assert_close(ln(3 * x), ln(x))
+    torch.testing.assert_close(ln(-3 * x), -ln(x))

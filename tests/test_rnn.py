@@ -199,3 +199,113 @@ def test_saved_bytes_and_cost_table():
     assert all(r["ms"] > 0 and r["MiB"] > 0 for r in rows)
     with pytest.raises(ValueError, match="T must be"):
         cost_table([0], d_model=8)
+
+
+def test_layer_times_median_and_attention_parts():
+    from d2lmini.cost import attention_parts, layer_cost, layer_times
+    times, nbytes = layer_times(GRULayer(8), 16, 8, batch_size=1, reps=5)
+    assert len(times) == 5 and all(t > 0 for t in times) and nbytes > 0
+    med, _ = layer_cost(GRULayer(8), 16, 8, batch_size=1, reps=3)
+    assert med > 0
+    rows = cost_table([8], d_model=8, batch_size=1, reps=3)
+    assert all(r["ms_min"] <= r["ms"] <= r["ms_max"] for r in rows)
+    parts = attention_parts(2, 32, 16, 4, reps=2)
+    assert set(parts) == {"projections", "QK^T", "scale + softmax", "weights @ V",
+                          "score MiB"}
+    assert parts["score MiB"] == 2 * 4 * 32 * 32 * 4 / 2**20
+
+
+# ---------------------------------------------------------------- seqtasks (ch11, ch12)
+from d2lmini import seqtasks  # noqa: E402
+
+
+def test_band_mask_and_local_attention_sees_only_neighbours():
+    m = seqtasks.band_mask(5, 1)[0, 0]
+    assert m.sum() == 5 + 2 * 4 and m[0, 2] == 0 and m[2, 1] and m[2, 3]
+    net = seqtasks.MotifClassifier("local attention").eval()
+    x = torch.randint(6, (1, 16))
+    h = lambda z: net.layer(net.pos(net.embedding(z) * math.sqrt(32)),
+                            seqtasks.band_mask(16))
+    y = x.clone()
+    y[0, 10] = (y[0, 10] + 1) % 6                 # position 10 changes: 9..11 move
+    moved = (h(x) - h(y)).abs().amax(-1)[0]
+    assert (moved[[9, 10, 11]] > 0).all() and (moved[:9] == 0).all()
+
+
+def test_zero_bias_block_equals_the_plain_block():
+    class Zero(nn.Module):
+        def forward(self, T):
+            return torch.zeros(4, T, T)
+    torch.manual_seed(0)
+    plain = d2l.EncoderBlock(32, 4, 64).eval()
+    biased = seqtasks.BiasedEncoderBlock(32, 4, 64, Zero()).eval()
+    biased.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 7, 32)
+    assert torch.allclose(plain(x), biased(x), atol=1e-6)
+    with pytest.raises(ValueError, match="num_heads, T, T"):
+        seqtasks.BiasedEncoderBlock(32, 4, 64, nn.Identity())(x)
+
+
+def test_motif_embeddings_and_early_stopping():
+    small = seqtasks.MotifClassifier("transformer")
+    big = seqtasks.MotifClassifier("transformer", embed_std=1.0)
+    assert small.embedding.weight.std() < 0.5 < big.embedding.weight.std()
+    r = seqtasks.motif_run("cnn", n_train=40, steps=60, patience=20, eval_every=10,
+                           n_val=50, n_test=50)
+    assert r["steps"] <= 60 and r["best_step"] <= r["steps"]
+    assert len(r["curve"]["step"]) == r["steps"] // 10
+    x, y = seqtasks.motif_batch(400, generator=torch.Generator().manual_seed(1))
+    base = seqtasks.order_blind_accuracy(x, y, n_fit=20_000)
+    assert base["majority"] <= base["order_blind"] <= 1
+
+
+def test_recall_models_share_their_start_and_profile_the_gru():
+    from d2lmini import experiments
+    nets = {}
+    for m in seqtasks.RECALL_MODELS:
+        d2l.set_seed(0)
+        nets[m] = seqtasks.recall_model(m)
+    assert torch.equal(nets["attention"].blocks[0].self_attn.W_q.weight,
+                       nets["attention, unit tokens"].blocks[0].self_attn.W_q.weight)
+    assert nets["attention, learned positions"].pos.weight.shape == (64, 32)
+    job = dict(steps=3, max_distance=5, eval_distances=(1, 5), marked=False, seed=1)
+    assert (seqtasks.recall_positions_run("gru", **job)["accuracy"]
+            == experiments.recall_run("gru", **job)["accuracy"])
+    r = seqtasks.recall_positions_run("gru", profile=True, **job)
+    assert len(r["profile"]["grad"]) == 64 and len(r["profile_init"]["z_mean"]) == 64
+    with pytest.raises(ValueError, match="GRU"):
+        seqtasks.recall_positions_run("attention", profile=True, **job)
+
+
+def test_prefix_gpt_positions_and_mask():
+    torch.manual_seed(0)
+    kw = dict(d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=40)
+    plain = d2l.GPT(12, **kw).eval()
+    same = seqtasks.PrefixGPT(12, sep_id=3, **kw).eval()
+    same.load_state_dict(plain.state_dict())
+    x = torch.tensor([[5, 6, 7, 3, 8, 9, 0], [5, 6, 3, 8, 9, 10, 11]])
+    assert torch.allclose(same(x), plain(x), atol=1e-6)      # count + causal = GPT
+    prefix = seqtasks.PrefixGPT(12, sep_id=3, prefix="bidirectional", **kw).eval()
+    prefix.load_state_dict(plain.state_dict())
+    y = x.clone()
+    y[:, 1] = 4                            # a prompt token: earlier prompt rows move
+    assert (prefix(x)[:, 0] != prefix(y)[:, 0]).any()
+    z = x.clone()
+    z[1, 5] = 4                            # an answer token: nothing before it moves
+    assert torch.allclose(prefix(x)[1, :5], prefix(z)[1, :5])
+    rel = seqtasks.PrefixGPT(12, sep_id=3, positions="from_sep", sep_position=20, **kw)
+    rel.load_state_dict(plain.state_dict())
+    a = torch.tensor([[5, 3, 8]])
+    b = torch.tensor([[7, 7, 7, 5, 3, 8]])             # longer prompt, same end
+    assert not torch.allclose(rel(a)[0, -1], plain(a)[0, -1])
+    with pytest.raises(ValueError, match="positions"):
+        seqtasks.PrefixGPT(12, sep_id=3, positions="rope", **kw)
+    assert seqtasks.greedy_answers(plain.eval(), [[5, 3], [6, 7, 3]], 4, eos_id=2)
+    assert rel(b).shape == (1, 6, 12)
+
+
+def test_date_lm_batch_masks_the_prompt():
+    vocab = d2l.Vocab(list("0123456789-abc ="))
+    x, y = seqtasks.date_lm_batch([("1 abc 2", "2002-01-01")], vocab)
+    assert (y[0, :7] == vocab.pad_id).all() and y[0, 7] == vocab.encode(["2"])[0]
+    assert y[0, -1] == vocab.eos_id and (x != vocab.eos_id).all()

@@ -108,3 +108,62 @@ def test_forest_plot_draws_one_row_per_comparison():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["B − full", "A − full"]
     with pytest.raises(ValueError, match="non-empty list"):
         d2l.forest_plot([])
+
+
+def test_the_sign_test_of_five_agreeing_seeds_is_not_below_five_percent():
+    from d2lmini.stats import sign_test
+    assert sign_test([0.1, 0.2, 0.05, 0.3, 0.01]) == pytest.approx(0.0625)
+    assert sign_test([-0.1, -0.2, -0.05, -0.3, -0.01]) == pytest.approx(0.0625)
+    assert sign_test([0.1, 0.2, 0.05, 0.3, -0.01]) == pytest.approx(0.375)
+    assert sign_test([0.1] * 10) == pytest.approx(2 / 2 ** 10)
+    assert sign_test([0.0, 0.0, 0.0, 0.0, 0.0]) == 1.0            # no signs: no evidence
+    c = d2l.compare([0.1, 0.12, 0.09, 0.11, 0.1], [0.0] * 5, metric="m", show=False)
+    assert c.sign_p == pytest.approx(0.0625) and c.same_sign == 5
+    # the t interval can exclude 0 where the sign count cannot reach p < 0.05
+    assert c.conclusion == "higher"
+
+
+def test_paired_interval_is_narrower_than_the_spread_it_cancels():
+    """Pairing: a shared seed effect far larger than the difference leaves the paired
+    interval tight; the same numbers compared unpaired would show nothing."""
+    shared = [0.9, 0.1, 0.5, 0.3, 0.7]
+    a = [s + 0.05 + 0.001 * i for i, s in enumerate(shared)]
+    c = d2l.compare(a, shared, metric="m", show=False)
+    assert c.conclusion == "higher" and c.high - c.low < 0.01
+    m, lo, hi = d2l.interval(a)
+    assert hi - lo > 0.5                               # one variant's seeds alone: wide
+
+
+def test_margin_gives_same_only_when_the_whole_interval_is_inside():
+    diffs = [0.004, -0.003, 0.002, 0.001, -0.002]
+    c = d2l.compare(diffs, 0.0, metric="m", margin=0.01, show=False)
+    assert c.conclusion == "same" and -0.01 < c.low and c.high < 0.01
+    # an interval that pokes out of the margin on one side is not "the same"
+    wide = [0.02, -0.015, 0.01, 0.018, -0.012]
+    assert d2l.compare(wide, 0.0, metric="m", margin=0.01,
+                       show=False).conclusion == "unclear"
+    assert "the same within ±0.010" in c.sentence()
+
+
+def test_printed_format_is_stable(capsys):
+    """Every chapter prints comparisons this way: title, seeds, rows, one sentence."""
+    d2l.compare([0.49, 0.48, 0.50, 0.49, 0.50], [0.41, 0.41, 0.42, 0.41, 0.42],
+                metric="held-out loss", names=("no FFN", "full"), better="lower")
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "held-out loss: no FFN − full, paired over 5 seeds",
+        "  seed              0        1        2        3        4",
+        "  no FFN        0.490    0.480    0.500    0.490    0.500",
+        "  full          0.410    0.410    0.420    0.410    0.420",
+        "  difference   +0.080   +0.070   +0.080   +0.080   +0.080",
+        "  mean difference +0.078, 95 % interval [+0.072, +0.084]: no FFN is higher "
+        "(worse)"]
+
+
+def test_forest_plot_takes_an_xlabel():
+    import matplotlib
+    matplotlib.use("Agg")
+    c = d2l.compare([0.1, 0.12, 0.1, 0.11, 0.1], [0.0] * 5, metric="loss",
+                    show=False)
+    assert d2l.forest_plot([c], xlabel="Δ loss").get_xlabel() == "Δ loss"
+    assert d2l.forest_plot([c]).get_xlabel() == "paired difference (loss)"

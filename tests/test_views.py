@@ -95,7 +95,7 @@ def test_single_tensor_and_one_head():
 
 def test_script_and_css_are_package_files_defined_once(maps):
     js, css = V.asset("views.js"), V.asset("views.css")
-    assert "window.d2lviews = {head: headView, model: modelView}" in js
+    assert "window.d2lviews = {head: headView, model: modelView, data: viewData" in js
     assert "if (window.d2lviews) return;" in js                # a second copy does nothing
     assert ".d2l-view" in css
     html = d2l.model_view(maps).html()
@@ -103,7 +103,7 @@ def test_script_and_css_are_package_files_defined_once(maps):
     assert 'data-d2l-asset="views.js"' in html and 'data-d2l-asset="views.css"' in html
     assert "</script" not in json.dumps(payload(html))
     if shutil.which("node"):
-        for name in ("views.js", "webfig.js"):
+        for name in ("views.js", "webfig.js", "nn.js", "live.js"):
             path = ROOT / "d2lmini" / "static" / name
             r = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True)
             assert r.returncode == 0, r.stderr

@@ -1,9 +1,20 @@
 """Small trained models shipped with the package, and what they need to be read.
 
-``shakespeare_char.pt``: a character-level :class:`d2lmini.GPT` trained on tiny
-Shakespeare (``d2lmini/corpus/tinyshakespeare.txt``) by ``make_shakespeare.py`` in
-this folder; the last 10 % of the text is held out.  ``load_shakespeare()`` -> (model,
-vocab).
+``d2l.load_pretrained(name)`` -> ``(model, vocab)``, the same weights the book's pages
+run (``d2lmini.export``: int8 rows with a power-of-two scale, stored as float16):
+
+* ``"date"``: ``date.pt``, chapter 8's Transformer that writes dates as ISO
+  ``YYYY-MM-DD`` (``make_date.py``); vocab = (source, target) ``d2l.Vocab``;
+* ``"shakespeare"``: ``shakespeare_char.pt``, a character-level :class:`d2lmini.GPT`
+  trained on tiny Shakespeare (``d2lmini/corpus/tinyshakespeare.txt``, the last 10 %
+  held out) by ``make_shakespeare.py``; vocab = :class:`CharVocab`;
+* ``"bert"``: ``bert_book.pt``, chapter 14's small BERT pre-trained on the book's
+  prose (``make_bert.py``); vocab = ``d2lmini.bert.CharVocab``.
+
+Each script in this folder reproduces its file (``--from`` re-stores an existing
+checkpoint in the page's precision and prints what that costs on held-out data).
+``load_shakespeare()`` and ``d2lmini.bert.load_book_bert()`` also return the training
+log.
 """
 from __future__ import annotations
 
@@ -90,14 +101,54 @@ def load_shakespeare(device=None, dtype: torch.dtype = torch.float32, path=None)
 
     ``info`` holds how it was trained: steps, seconds, machine, held-out loss.
     ``path``: another checkpoint written by ``make_shakespeare.py`` (default: the
-    shipped ``shakespeare_char.pt``)."""
-    from ..gpt import GPT
+    shipped ``shakespeare_char.pt``).  The model is
+    ``load_pretrained("shakespeare")``'s.
+    """
     ckpt = read_checkpoint("shakespeare_char.pt", path)
-    model = GPT(**ckpt["config"])
+    model = _build(ckpt, device, dtype)
+    return model, CharVocab(chars=ckpt["chars"]), dict(ckpt["train"])
+
+
+PRETRAINED = {"date": "date.pt", "shakespeare": "shakespeare_char.pt",
+              "bert": "bert_book.pt"}
+
+
+def _build(ckpt: dict, device=None, dtype: torch.dtype = torch.float32):
+    """A checkpoint's model, in eval mode, with the page's positional-encoding table."""
+    import importlib
+    from ..export import use_page_positional_encoding
+    from ..io import MODELS
+    name = ckpt.get("class", "GPT")
+    cls = getattr(importlib.import_module(MODELS[name]), name)
+    model = cls(**ckpt["config"])
     model.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v
                            for k, v in ckpt["state_dict"].items()})
-    model.to(device if device is not None else "cpu").eval()
-    return model, CharVocab(chars=ckpt["chars"]), dict(ckpt["train"])
+    use_page_positional_encoding(model.to(dtype))
+    return model.to(device if device is not None else "cpu").eval()
+
+
+def load_pretrained(name: str, device=None, dtype: torch.dtype = torch.float32):
+    """One of the book's trained models -> ``(model in eval mode, vocab)``, with exactly
+    the weights the book's pages compute with (``window.d2lModels[name]``).
+
+    ``name``: ``"date"`` (chapter 8's date Transformer; vocab = (source, target)
+    ``d2l.Vocab``), ``"shakespeare"`` (chapter 12's character GPT; vocab =
+    :class:`CharVocab`) or ``"bert"`` (chapter 14's small BERT; vocab =
+    ``d2lmini.bert.CharVocab``).  ``dtype=torch.float64`` computes in double precision,
+    as the page does.  How each was trained: ``read_checkpoint(...)["train"]``."""
+    if name not in PRETRAINED:
+        raise ValueError(f"name must be one of {sorted(PRETRAINED)}, got {name!r}")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    ckpt = read_checkpoint(PRETRAINED[name])
+    model = _build(ckpt, device, dtype)
+    if name == "shakespeare":
+        return model, CharVocab(chars=ckpt["chars"])
+    if name == "bert":
+        from ..bert import CharVocab as BertVocab
+        return model, BertVocab(ckpt["chars"])
+    from ..io import _vocab_from_plain
+    return model, _vocab_from_plain(ckpt["vocab"])
 
 
 def bits(nats: float) -> float:

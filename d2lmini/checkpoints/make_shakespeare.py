@@ -10,10 +10,16 @@ The text is ``d2lmini/corpus/tinyshakespeare.txt`` (1,115,394 characters); the l
 10 % is held out and never trained on.  The model is ``d2l.GPT`` with the defaults of
 chapter 12 except its size (below); it trains with AdamW, a linear warm-up and a cosine
 decay, on random windows of ``context + 1`` characters.  The checkpoint stores the
-config, the weights in float16, the characters of the vocabulary (id 0 is the pad id,
-never a character) and the training log, in the layout of ``d2l.save`` (so ``d2l.load``
-reads the model too), readable with ``torch.load(weights_only=True)``; load it with
-``d2lmini.checkpoints.load_shakespeare()``.
+config, the weights as the book's page computes with them (``d2lmini.export.
+page_weights``: int8 rows with a power-of-two scale, held in float16), the characters
+of the vocabulary (id 0 is the pad id, never a character) and the training log, in the
+layout of ``d2l.save`` (so ``d2l.load`` reads the model too), readable with
+``torch.load(weights_only=True)``; load it with ``d2l.load_pretrained("shakespeare")``
+or ``d2lmini.checkpoints.load_shakespeare()``.  The held-out loss is measured before
+and after that storage (``heldout_loss_trained``, ``heldout_loss``).
+
+    python d2lmini/checkpoints/make_shakespeare.py --from OLD.pt   # no training: store
+                                                             # OLD.pt's weights so
 """
 from __future__ import annotations
 
@@ -28,7 +34,9 @@ import torch
 import torch.nn.functional as F
 
 import d2lmini as d2l
-from d2lmini.checkpoints import CONFIG, CharVocab, heldout_loss, machine, split_text
+from d2lmini.checkpoints import (CONFIG, CharVocab, heldout_loss, machine,
+                                 read_checkpoint, split_text)
+from d2lmini.export import page_weights, use_page_positional_encoding
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,8 +63,12 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--out", default=str(HERE / "shakespeare_char.pt"))
+    ap.add_argument("--from", dest="source", default=None,
+                    help="a checkpoint to store in the page's precision (no training)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.source:
+        return restore(args.source, args.out)
     d2l.set_seed(args.seed)
 
     text = d2l.load_corpus("tinyshakespeare.txt")
@@ -94,24 +106,44 @@ def main():
                         "seconds": round(time.time() - t0, 1)})
             print(json.dumps(log[-1]), flush=True)
     seconds = time.time() - t0
-    held = heldout_loss(model, vocab, held_text)   # every held-out window
+    info = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+            "warmup": args.warmup, "weight_decay": args.weight_decay,
+            "seed": args.seed, "threads": args.threads, "seconds": round(seconds),
+            "machine": machine(), "torch": str(torch.__version__),
+            "log": json.dumps(log)}
+    save(model, vocab, info, args.out)
+    print(f"after {seconds / 60:.1f} min", flush=True)
+
+
+def save(model, vocab: CharVocab, info: dict, out: str) -> None:
+    """Store the weights as the page computes with them, measure the held-out loss
+    (every held-out window) before and after, and write the checkpoint."""
+    held_text = split_text(d2l.load_corpus("tinyshakespeare.txt"))[1]
+    before = heldout_loss(model, vocab, held_text)
+    weights = page_weights(model)
+    model.load_state_dict(weights)
+    use_page_positional_encoding(model)          # the table the page computes
+    after = heldout_loss(model, vocab, held_text)
+    info = {**info, "heldout_loss": round(after, 4),
+            "heldout_loss_trained": round(before, 4),
+            "precision": "int8 rows, power-of-two scales (d2lmini.export)"}
     # d2l.save's layout (d2l.load reads it too), plus the characters and the log
-    ckpt = {
-        "format": "d2lmini-checkpoint", "version": 1, "class": "GPT",
-        "config": dict(model.config), "vocab": None, "chars": vocab.chars,
-        "state_dict": {k: v.half() if v.is_floating_point() else v
-                       for k, v in model.state_dict().items()},
-        "train": {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
-                  "warmup": args.warmup, "weight_decay": args.weight_decay,
-                  "seed": args.seed, "threads": args.threads,
-                  "seconds": round(seconds), "heldout_loss": round(held, 4),
-                  "machine": machine(),
-                  "torch": str(torch.__version__), "log": json.dumps(log)},
-    }
-    torch.save(ckpt, args.out)
-    print(f"held-out loss {held:.4f} nats/char ({held / math.log(2):.3f} bits/char) "
-          f"after {seconds / 60:.1f} min; saved {args.out} "
-          f"({os.path.getsize(args.out) / 1e6:.2f} MB)", flush=True)
+    torch.save({"format": "d2lmini-checkpoint", "version": 1, "class": "GPT",
+                "config": dict(model.config), "vocab": None, "chars": vocab.chars,
+                "state_dict": weights, "train": info}, out)
+    print(f"held-out loss {before:.4f} -> {after:.4f} nats/char as stored "
+          f"({after / math.log(2):.3f} bits/char); saved {out} "
+          f"({os.path.getsize(out) / 1e6:.2f} MB)", flush=True)
+
+
+def restore(source: str, out: str) -> None:
+    """An existing checkpoint's model, stored in the page's precision."""
+    ckpt = read_checkpoint(None, source)
+    model = d2l.GPT(**ckpt["config"])              # torch's own positional table
+    model.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+    info = dict(ckpt["train"])
+    info.pop("heldout_loss_trained", None)
+    save(model, CharVocab(chars=ckpt["chars"]), info, out)
 
 
 if __name__ == "__main__":

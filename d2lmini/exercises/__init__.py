@@ -11,7 +11,7 @@ An exercise is registered in this package's chapter module (``ch05.py`` for chap
     import torch
     from .core import call, expect, fresh_generator, register
 
-    @register("ch5_masked_softmax", "masked softmax", chapter=5)
+    @register("ch5_example_softmax", "masked softmax", chapter=5)   # an example
     def _(answer):
         g = fresh_generator()                               # fresh inputs each run
         for i, (shape, dtype) in enumerate([((2, 3, 5), torch.float32),
@@ -28,7 +28,7 @@ and its worked solution in ``solutions/ch05.py``::
 
     from ..core import solution
 
-    @solution("ch5_masked_softmax")
+    @solution("ch5_example_softmax")
     def masked_softmax(scores, mask):
         ...
 

@@ -5,10 +5,9 @@ and compares the reader's answer with :func:`expect`.
 """
 from __future__ import annotations
 
-import math
+import time
 
 import torch
-import torch.nn.functional as F
 
 from .core import Wrong, call, expect, register
 from .core import fresh_generator as _gen
@@ -91,30 +90,155 @@ def _repetition(answer):
         out = call(answer, z.clone(), prev.clone(), theta, case=case)
         tol = 1e-3 if dtype == torch.float16 else 1e-6
         expect(out, _penalty_ref(z, prev, theta), case=case, rtol=tol, atol=tol)
-    return f"{len(cases)} random cases, repeated ids and float16 included"
+    # in generation: the shipped model, greedy, every earlier token penalised
+    from ..checkpoints import load_shakespeare
+    model, chars, _ = load_shakespeare()
+    prompt = torch.tensor([chars.encode("ROMEO:\n")])
+    theirs = _penalised_greedy(model, prompt, 80, answer, 1.3)
+    ours = _penalised_greedy(model, prompt, 80, _penalty_ref, 1.3)
+    if not torch.equal(theirs, ours):
+        t = int((theirs != ours).nonzero()[0, 1]) - prompt.shape[1]
+        raise Wrong(f"greedy decoding of the shipped model with your penalty (theta "
+                    f"1.3) differs from the reference at step {t}")
+    plain = _penalised_greedy(model, prompt, 80, lambda z, prev, th: z, 1.3)
+    words = lambda ids: chars.decode(ids[0, prompt.shape[1]:]).split()
+    share = lambda w: len(set(w)) / max(len(w), 1)
+    return (f"{len(cases)} random cases, repeated ids and float16 included; in greedy "
+            f"decoding of the shipped model, distinct words {share(words(theirs)):.2f}"
+            f" of those written (without the penalty {share(words(plain)):.2f})")
 
 
-# ------------------------------------------------------------------ bits per character
-@register("ch12_bits_per_char", "bits_per_char", chapter=12, build=True)
-def _bits_per_char(answer):
+@torch.no_grad()
+def _penalised_greedy(model, ids, n, penalty, theta):
+    for _ in range(n):
+        logits = model(ids)[:, -1]
+        logits[:, 0] = float("-inf")                      # id 0 is padding
+        ids = torch.cat([ids, penalty(logits, ids, theta).argmax(-1, keepdim=True)], 1)
+    return ids
+
+
+# ------------------------------------------------------------------ a prefix-LM mask
+def _prefix_ref(tokens: torch.Tensor, sep_id: int, pad_id: int) -> torch.Tensor:
+    B, T = tokens.shape
+    e = (tokens == sep_id).int().argmax(1)                       # first separator
+    cols = torch.arange(T)
+    allowed = (cols[None, :, None] >= cols[None, None, :]) | \
+        (cols[None, None, :] <= e[:, None, None])               # (B, T, T)
+    return (allowed & (tokens != pad_id)[:, None, :])[:, None]   # (B, 1, T, T)
+
+
+@register("ch12_prefix_mask", "prefix_lm_mask", chapter=12, build=True)
+def _prefix_mask(answer):
     g = _gen()
-    cases = [(1, 5, 7, torch.float32, 0), (3, 9, 20, torch.float32, 4),
-             (2, 16, 66, torch.float32, 10), (4, 12, 30, torch.float16, 8)]
-    for i, (B, T, V, dtype, n_pad) in enumerate(cases):
-        logits = (torch.randn(B, T, V, generator=g) * 2).to(dtype)
-        targets = torch.randint(1, V, (B, T), generator=g)
-        targets.view(-1)[torch.randperm(B * T, generator=g)[:n_pad]] = 0  # pad: no loss
-        case = f"case {i}: logits {tuple(logits.shape)} {dtype}, {n_pad} pad targets"
-        out = call(answer, logits.clone(), targets.clone(), case=case)
-        if isinstance(out, torch.Tensor):
-            if out.numel() != 1:
-                raise Wrong(f"{case}: expected one number, got a tensor of shape "
-                            f"{tuple(out.shape)}")
-            out = out.item()
-        if isinstance(out, bool) or not isinstance(out, (int, float)):
-            raise Wrong(f"{case}: expected one number, got {type(out).__name__}")
-        nats = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(),
-                               ignore_index=0).item()
-        tol = 2e-3 if dtype == torch.float16 else 1e-5
-        expect(out, nats / math.log(2), case=case, rtol=tol, atol=0)
-    return f"{len(cases)} random cases with pad targets, float16 logits included"
+    for i in range(4):
+        B, T = _randint(1, 5, g), _randint(6, 16, g)
+        pad, sep = (0, 1) if i % 2 == 0 else (_randint(2, 4, g), _randint(5, 6, g))
+        tokens = torch.randint(7, 30, (B, T), generator=g)
+        for r in range(B):
+            left = _randint(0, 2, g) if r % 2 else 0           # left pads (generation)
+            e = _randint(left + 1, T - 3, g)                   # the separator's column
+            end = _randint(e + 2, T, g)                        # answer, then right pads
+            tokens[r, :left], tokens[r, e], tokens[r, end:] = pad, sep, pad
+        tokens[0, -1] = pad                                    # a pad in every batch
+        case = f"case {i}: tokens {tuple(tokens.shape)}, sep_id={sep}, pad_id={pad}"
+        out = call(answer, tokens.clone(), sep, pad, case=case)
+        want = _prefix_ref(tokens, sep, pad)
+        if isinstance(out, torch.Tensor) and out.shape == want.shape:
+            if out.dtype != torch.bool:
+                raise Wrong(f"{case}: expected a bool mask (True = may attend), got "
+                            f"{out.dtype}")
+            # a pad query's row is never used: any answer there is fine
+            bad = ((out != want) & (tokens != pad)[:, None, :, None]).nonzero()
+            if len(bad):
+                b, _, q, k = (int(v) for v in bad[0])
+                raise Wrong(f"{case}: row {b}, query {q}, key {k}: expected "
+                            f"{bool(want[b, 0, q, k])}, got {bool(out[b, 0, q, k])}")
+            continue
+        expect(out, want, case=case)
+    return ("4 random batches, left and right padding, other pad and separator ids "
+            "included")
+
+
+# ------------------------------------------------- a KV cache for the encoder-decoder
+def _count_rows(model):
+    """Forward hooks that add up the rows each decoder block's self- and
+    cross-attention key projections see -> (counts dict, hook handles)."""
+    counts, handles = {"self": 0, "cross": 0}, []
+    for blk in model.decoder.blocks:
+        for kind, attn in (("self", blk.self_attn), ("cross", blk.cross_attn)):
+            def hook(mod, inp, out, kind=kind):
+                counts[kind] += inp[0].numel() // inp[0].shape[-1]
+            handles.append(attn.W_k.register_forward_hook(hook))
+    return counts, handles
+
+
+def _decode_case(answer, model, src, n, bos, eos, case):
+    from ..transformer import greedy_decode
+    counts, handles = _count_rows(model)
+    try:
+        want = greedy_decode(model, src, n, bos, eos)
+        uncached = sum(counts.values())
+        for k in counts:
+            counts[k] = 0
+        t0 = time.perf_counter()
+        got = call(answer, model, src.clone(), n, bos, eos, case=case)
+        seconds = time.perf_counter() - t0
+    finally:
+        for h in handles:
+            h.remove()
+    if isinstance(got, torch.Tensor) and got.shape == want.shape \
+            and not torch.equal(got.cpu(), want.cpu()):
+        r, t = (int(v) for v in (got.cpu() != want.cpu()).nonzero()[0])
+        raise Wrong(f"{case}: row {r} differs from greedy_decode at step {t} "
+                    f"(with a cache, each step must compute exactly what the full "
+                    f"decoder computes for its last position)")
+    expect(got, want, case=case)
+    B, S = src.shape
+    L = len(model.decoder.blocks)
+    if counts["cross"] > L * B * S:
+        raise Wrong(f"{case}: the cross-attention keys were computed for "
+                    f"{counts['cross'] // (B * S * L)} steps' worth of memory rows: "
+                    f"the encoder's memory never changes, so its keys and values "
+                    f"can be computed once per layer, before the first step")
+    if counts["self"] > L * B * (n + 1):
+        raise Wrong(f"{case}: the decoder's self-attention computed keys for "
+                    f"{counts['self'] // L} rows per layer in {n} steps: a cache "
+                    f"computes them for the newest token only (at most {B} rows a "
+                    f"step)")
+    return seconds, sum(counts.values()), uncached
+
+
+@register("ch12_encdec_cache", "a KV cache for the encoder-decoder", chapter=12,
+          build=True, project=True)
+def _encdec_cache(answer):
+    from .. import ablation
+    from ..transformer import Transformer, greedy_decode
+    g = _gen()
+    for i, (norm_first, layers, d_ff) in enumerate([(False, 1, 64), (True, 2, 64),
+                                                     (False, 2, 0)]):
+        torch.manual_seed(_randint(0, 2**31 - 1, g))
+        Vs, Vt = _randint(12, 30, g), _randint(8, 20, g)
+        model = Transformer(Vs, Vt, d_model=32, num_heads=4, num_layers=layers,
+                            d_ff=d_ff, dropout=0.0, norm_first=norm_first).eval()
+        with torch.no_grad():                        # some rows end early, some not
+            model.generator.bias[2] += 2.0
+        B, S, n = _randint(3, 6, g), _randint(4, 10, g), _randint(10, 16, g)
+        src = torch.randint(3, Vs, (B, S), generator=g)
+        lengths = torch.randint(1, S + 1, (B,), generator=g)
+        src[torch.arange(S)[None] >= lengths[:, None]] = 0          # right padding
+        case = (f"case {i}: {'pre' if norm_first else 'post'}-norm, {layers} "
+                f"layer(s), d_ff={d_ff}, src {tuple(src.shape)}, max_len={n}")
+        _decode_case(answer, model, src, n, 1, 2, case)
+    # the chapter's task: a date translator, trained briefly
+    data = ablation.DateData(n_train=3000, n_test=300)
+    model = ablation.train_dates(data, steps=150, d_model=32)["model"].eval()
+    bos, eos = data.tgt_vocab.bos_id, data.tgt_vocab.eos_id
+    t0 = time.perf_counter()
+    greedy_decode(model, data.test[0], 11, bos, eos)
+    full = time.perf_counter() - t0
+    cached, rows, rows_full = _decode_case(answer, model, data.test[0], 11, bos, eos,
+                                           "300 held-out dates, a trained date model")
+    return (f"3 random models (post- and pre-norm, with and without FFN), and 300 "
+            f"held-out dates with a trained date model: the same tokens as "
+            f"greedy_decode; the decoder's key projections saw {rows:,} rows with "
+            f"your cache, {rows_full:,} without; {cached:.2f} s against {full:.2f} s")

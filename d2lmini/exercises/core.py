@@ -254,7 +254,7 @@ def reference_solution(name: str):
 def show_solution(name: str) -> Verdict:
     """Show the worked solution of exercise ``name`` and run its check.
 
-    A learner asks for it explicitly (``d2l.solution("ch5_masked_softmax")``): it
+    A learner asks for it explicitly (``d2l.solution("ch5_sliding_window")``): it
     prints a reminder that the exercise is worth trying first, the solution's source,
     and the check's ✓ line.  Raises RuntimeError if the solution fails its own check
     (a bug in the book, never the reader's)."""

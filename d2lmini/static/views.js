@@ -94,7 +94,7 @@ function choices(ctl, d, st, names, redraw) {
 
 // ------------------------------------------------------------------ head view
 function headView(root, d) {
-  var st = Object.assign({}, d.state), focus = null, pinned = false;
+  var st = Object.assign({}, d.state), focus = null, pinned = false, shown_ = null;
   var ctl = h("div", {"class": "d2l-controls"}, root);
   var sync = choices(ctl, d, st, ["layer", "example"], function () { focus = null; pinned = false; draw(); });
   var headRow = h("div", {"class": "d2l-buttons d2l-heads", role: "group", "aria-label": "heads"}, ctl);
@@ -147,6 +147,7 @@ function headView(root, d) {
     var ref = d.views[[st.kind, st.layer, st.example].join("|")];
     var v = {q: d.labels[ref.q], k: d.labels[ref.k]}, P = ref.heads.map(function (i) { return panel(d, i); });
     var W = width(root), Tq = v.q.length, Tk = v.k.length;
+    shown_ = {v: v, P: P};
     var lw = Math.max(56, Math.min(140, labelWidth(v.q.concat(v.k)) + 10));
     var gap = Math.max(110, Math.min(320, W - 2 * lw - 20)), x0 = (W - 2 * lw - gap) / 2;
     var rh = Math.max(Tq, Tk) > 40 ? 15 : 18, top = 26, H = top + Math.max(Tq, Tk) * rh + 8;
@@ -195,6 +196,11 @@ function headView(root, d) {
       heads: st.heads, focus: focus}));
   }
   draw(); onResize(root, draw);
+  // for a page that drives the view (the live models): keep one token's lines
+  return {focus: function (side, i) {
+    focus = side === null ? null : [side, i]; pinned = side !== null; draw();
+    if (focus) readout.textContent = describe(shown_.v, shown_.P, side, i);
+  }};
 }
 
 // ------------------------------------------------------------------ model view
@@ -290,5 +296,41 @@ function modelView(root, d) {
   draw(); onResize(root, draw);
 }
 
-window.d2lviews = {head: headView, model: modelView};
+// ------------------------------------------------------------------ data
+// The page twin of d2lmini.selection.view_data, for attention computed in the page
+// (the live models): one entry per kind {kind, layers: [layer][head] flat (T_q * T_k)
+// weights, q, k: the query and key labels, allowed: function (i, j) -> false where a
+// weight does not matter (masked), or null} -> what the views draw: {kinds: {kind: {L,
+// B: 1, h}}, views: {"kind|layer|0": {title, q, k, heads}}, panels, masks, labels}.
+// Panels keep the exact weights (scale 1); masked cells are stored as 0.
+function viewData(kinds) {
+  var out = {kinds: {}, views: {}, panels: [], masks: [], labels: []}, seen = {masks: {}, labels: {}};
+  var put = function (store, key, value) {
+    if (!(key in seen[store])) { seen[store][key] = out[store].length; out[store].push(value); }
+    return seen[store][key];
+  };
+  kinds.forEach(function (s) {
+    var L = s.layers.length, h = s.layers[0].length, Tq = s.q.length, Tk = s.k.length, m = null, bits = "";
+    if (s.allowed) {
+      for (var i = 0; i < Tq; i++) for (var j = 0; j < Tk; j++) bits += s.allowed(i, j) ? "1" : "0";
+      m = put("masks", bits, bits);
+    }
+    var q = put("labels", JSON.stringify(s.q), s.q.map(String)), k = put("labels", JSON.stringify(s.k), s.k.map(String));
+    out.kinds[s.kind] = {L: L, B: 1, h: h};
+    for (var l = 0; l < L; l++) {
+      out.views[[s.kind, l, 0].join("|")] = {title: s.kind + " attention, layer " + l + ", example 0", q: q, k: k,
+        heads: s.layers[l].map(function (w) {
+          var v = Array.prototype.slice.call(w, 0, Tq * Tk).map(function (x, n) { return m !== null && bits[n] === "0" ? 0 : x; });
+          out.panels.push({values: v, scale: 1, rows: Tq, cols: Tk, mask: m});
+          return out.panels.length - 1;
+        })};
+    }
+  });
+  return out;
+}
+var TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+function headColors(h) { var c = []; for (var i = 0; i < h; i++) c.push(TAB10[i % 10]); return c; }
+
+window.d2lviews = {head: headView, model: modelView, data: viewData, colors: headColors};
+if (typeof module !== "undefined" && module.exports) module.exports = window.d2lviews;
 })();

@@ -1,6 +1,4 @@
 """Answers chapter 12's exercise checks must reject (WRONG) and accept (RIGHT)."""
-import math
-
 import torch
 import torch.nn.functional as F
 
@@ -65,20 +63,138 @@ def _penalty_right(z, prev, theta):
     return z.scatter(-1, prev, picked)
 
 
-# ------------------------------------------------------------------ bits per character
-def _nats(logits, targets, ignore=0):
-    return F.cross_entropy(logits.float().transpose(1, 2), targets, ignore_index=ignore)
+# ------------------------------------------------------------------ prefix-LM mask
+def _mask(tokens, sep, pad, prompt="with", causal=True, pads=True, shape4=True):
+    T = tokens.shape[1]
+    e = (tokens == sep).int().argmax(1)
+    j = torch.arange(T)
+    allowed = torch.zeros(tokens.shape[0], T, T, dtype=torch.bool)
+    if causal:
+        allowed |= (j[:, None] >= j[None, :])[None]
+    if prompt == "with":
+        allowed |= (j[None, :] <= e[:, None])[:, None, :]
+    elif prompt == "without sep":
+        allowed |= (j[None, :] < e[:, None])[:, None, :]
+    elif prompt == "everything":
+        allowed |= True
+    if pads:
+        allowed &= (tokens != pad)[:, None, :]
+    return allowed[:, None] if shape4 else allowed
 
 
-def _bits_loop(logits, targets):
-    total, count = 0.0, 0
-    for b in range(targets.shape[0]):
-        for t in range(targets.shape[1]):
-            if targets[b, t] != 0:
-                p = logits[b, t].double().softmax(-1)[targets[b, t]]
-                total -= math.log2(p.item())
-                count += 1
-    return total / count
+def _mask_queries_too(tokens, sep, pad):     # pad queries see nothing: also right
+    m = _mask(tokens, sep, pad)
+    return m & (tokens != pad)[:, None, :, None]
+
+
+def _mask_right(tokens, sep, pad):
+    B, T = tokens.shape
+    out = torch.zeros(B, 1, T, T, dtype=torch.bool)
+    for b in range(B):
+        e = tokens[b].tolist().index(sep)
+        for i in range(T):
+            for j in range(T):
+                if tokens[b, j] != pad and (j <= i or j <= e):
+                    out[b, 0, i, j] = True
+    return out
+
+
+# ------------------------------------------------------------------ encoder-decoder cache
+@torch.no_grad()
+def _cache_cross_every_step(model, src, n, bos, eos):
+    """keeps the self-attention keys but re-projects the memory every step"""
+    ref = d2l.exercises.reference_solution("ch12_encdec_cache")
+    memory, mask = model.encode(src)
+    orig = model.encode
+    model.encode = lambda s: (memory, mask)
+    try:
+        out = ref(model, src, n, bos, eos)
+        for blk in model.decoder.blocks:          # the wasted work: one more each step
+            for _ in range(out.shape[1]):
+                blk.cross_attn.W_k(memory)
+    finally:
+        model.encode = orig
+    return out
+
+
+@torch.no_grad()
+def _cache_recompute(model, src, n, bos, eos):
+    """no cache at all: greedy_decode itself"""
+    return d2l.greedy_decode(model, src, n, bos, eos)
+
+
+@torch.no_grad()
+def _cache_no_pad_after_eos(model, src, n, bos, eos):
+    memory, mask = model.encode(src)
+    ys = torch.full((src.shape[0], 1), bos)
+    for _ in range(n):
+        logits = model.decode(ys, memory, mask)[:, -1]
+        logits[:, model.pad_id] = float("-inf")
+        ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], 1)
+    return ys[:, 1:]
+
+
+@torch.no_grad()
+def _cache_wrong_position(model, src, n, bos, eos):
+    """the newest token embedded at position 0 every step"""
+    ref = d2l.exercises.reference_solution("ch12_encdec_cache")
+    dec = model.decoder
+    orig = dec.embed
+    dec.embed = lambda ys: orig(ys[:, -1:])
+    try:
+        return ref(model, src, n, bos, eos)
+    finally:
+        dec.embed = orig
+
+
+@torch.no_grad()
+def _cache_right(model, src, n, bos, eos):
+    """a cache that grows by writing into preallocated tensors"""
+    memory, src_mask = model.encode(src)
+    dec, B = model.decoder, src.shape[0]
+    split = lambda a, y: a.split_heads(y)
+    crossKV = [(split(b.cross_attn, b.cross_attn.W_k(memory)),
+                split(b.cross_attn, b.cross_attn.W_v(memory))) for b in dec.blocks]
+    h = dec.blocks[0].self_attn.num_heads
+    d_k = dec.d_model // h
+    Ks = torch.zeros(len(dec.blocks), B, h, n, d_k)
+    Vs = torch.zeros_like(Ks)
+    ys = torch.full((B, 1), bos)
+    done = torch.zeros(B, dtype=torch.bool)
+    for t in range(n):
+        x = dec.embed(ys)[:, t:t + 1]
+        for l, blk in enumerate(dec.blocks):
+            def sa(y):
+                Ks[l, :, :, t:t + 1] = split(blk.self_attn, blk.self_attn.W_k(y))
+                Vs[l, :, :, t:t + 1] = split(blk.self_attn, blk.self_attn.W_v(y))
+                q = split(blk.self_attn, blk.self_attn.W_q(y))
+                o, _ = d2l.scaled_dot_product_attention(q, Ks[l, :, :, :t + 1],
+                                                        Vs[l, :, :, :t + 1])
+                return blk.self_attn.W_o(blk.self_attn.combine_heads(o))
+
+            def ca(y):
+                q = split(blk.cross_attn, blk.cross_attn.W_q(y))
+                o, _ = d2l.scaled_dot_product_attention(q, *crossKV[l], src_mask)
+                return blk.cross_attn.W_o(blk.cross_attn.combine_heads(o))
+            if blk.norm_first:
+                x = x + sa(blk.norm1(x))
+                x = x + ca(blk.norm2(x))
+                if blk.ffn is not None:
+                    x = x + blk.ffn(blk.norm3(x))
+            else:
+                x = blk.norm1(x + sa(x))
+                x = blk.norm2(x + ca(x))
+                if blk.ffn is not None:
+                    x = blk.norm3(x + blk.ffn(x))
+        logits = model.generator(dec.norm(x))[:, -1]
+        logits[:, model.pad_id] = float("-inf")
+        nxt = torch.where(done, torch.full_like(done, model.pad_id, dtype=torch.long),
+                          logits.argmax(-1))
+        ys = torch.cat([ys, nxt[:, None]], 1)
+        done = done | (nxt == eos)
+        if bool(done.all()):
+            break
+    return ys[:, 1:]
 
 
 WRONG = {
@@ -97,21 +213,21 @@ WRONG = {
         lambda z, prev, theta: torch.where(z > 0, z / theta, z * theta),  # every token
         lambda z, prev, theta: z,
     ],
-    "ch12_bits_per_char": [
-        lambda z, y: _nats(z, y),                              # nats, not bits
-        lambda z, y: _nats(z, y, ignore=-100) / math.log(2),   # pad targets counted
-        lambda z, y: F.cross_entropy(z.float().transpose(1, 2), y, ignore_index=0,
-                                     reduction="none").sum(1) / math.log(2),  # per row
-        lambda z, y: -(z.float().log_softmax(-1).mean()) / math.log(2),  # every token
-        lambda z, y: 1.0,
+    "ch12_prefix_mask": [
+        lambda t, sep, pad: _mask(t, sep, pad, prompt="none"),        # causal only
+        lambda t, sep, pad: _mask(t, sep, pad, prompt="everything"),  # sees the answer
+        lambda t, sep, pad: _mask(t, sep, pad, prompt="without sep"),
+        lambda t, sep, pad: _mask(t, sep, pad, pads=False),           # pads visible
+        lambda t, sep, pad: _mask(t, sep, pad, shape4=False),         # (B, T, T)
+        lambda t, sep, pad: _mask(t, sep, pad).float(),               # not bool
     ],
+    "ch12_encdec_cache": [_cache_cross_every_step, _cache_recompute,
+                          _cache_no_pad_after_eos, _cache_wrong_position],
 }
 
 RIGHT = {
     "ch12_top_p": [_top_p_right, _top_p_loop],
     "ch12_repetition_penalty": [_penalty_right],
-    "ch12_bits_per_char": [
-        _bits_loop,
-        lambda z, y: d2l.sequence_loss(z.float(), y, pad_id=0) / math.log(2),
-    ],
+    "ch12_prefix_mask": [_mask_right, _mask_queries_too],
+    "ch12_encdec_cache": [_cache_right],
 }

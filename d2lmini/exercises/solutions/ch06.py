@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+from torch import nn
 
 from ..core import solution
 
@@ -15,22 +17,48 @@ def mha_params(E, h, kdim, vdim):
     return E * E + E * kdim + E * vdim + 3 * E + E * E + E
 
 
-@solution("ch6_split_heads")
-def split_heads(x, h):
-    B, T, D = x.shape
-    return x.view(B, T, h, D // h).transpose(1, 2)   # (B, T, h, d_k) -> (B, h, T, d_k)
-    # x.view(B, h, T, D // h) has the right shape and the wrong numbers: it cuts the
-    # flat memory into h blocks of T tokens, mixing tokens into heads
+@solution("ch6_split_heads_tbd")
+def split_heads_tbd(x, h):
+    T, B, D = x.shape
+    # memory holds (t, b) rows: cut each row's D features into h heads first, then
+    # move the batch to the front and the heads before time
+    return x.view(T, B, h, D // h).permute(1, 2, 0, 3)   # (B, h, T, D // h)
+    # x.view(B, h, T, D // h) or x.reshape(B, T, h, -1).transpose(1, 2) have the right
+    # shape but mix up sentences and time steps
 
 
-@solution("ch6_combine_heads")
-def combine_heads(x):
-    B, h, T, d_k = x.shape
-    return x.transpose(1, 2).reshape(B, T, h * d_k)   # heads next to each other, glued
-    # x.reshape(B, T, -1) without the transpose glues tokens of one head together
+@solution("ch6_grouped_attention")
+def grouped_attention(q, k, v):
+    B, h, T_q, d_k = q.shape
+    g = k.shape[1]
+    # query head i uses key/value head i // (h // g): give each key/value head h // g
+    # consecutive copies (repeat_interleave; repeat would tile them 0, 1, 0, 1, ...)
+    k = k.repeat_interleave(h // g, dim=1)                 # (B, h, T_k, d_k)
+    v = v.repeat_interleave(h // g, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)      # (B, h, T_q, T_k)
+    return torch.softmax(scores, dim=-1) @ v               # (B, h, T_q, d_k)
 
 
-@solution("ch6_self_score")
-def self_score(r, d):
-    return r * r / math.sqrt(d)   # x_a . x_a = |x_a|^2 = r^2, then the 1/sqrt(d) scale
-    # for r = 8, d = 64 that is 8, against scores of order ±1 with other tokens
+@solution("ch6_my_mha")
+class MyMultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads):
+        super().__init__()
+        self.h, self.g, self.d_k = num_heads, num_kv_heads, d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.d_k)   # g heads only
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.d_k)
+        self.W_o = nn.Linear(d_model, d_model)
+
+    def forward(self, query, key, value, mask=None):
+        B, T_q, d_model = query.shape
+        T_k = key.shape[1]
+        q = self.W_q(query).view(B, T_q, self.h, self.d_k).transpose(1, 2)
+        k = self.W_k(key).view(B, T_k, self.g, self.d_k).transpose(1, 2)
+        v = self.W_v(value).view(B, T_k, self.g, self.d_k).transpose(1, 2)
+        k = k.repeat_interleave(self.h // self.g, dim=1)   # (B, h, T_k, d_k)
+        v = v.repeat_interleave(self.h // self.g, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v            # (B, h, T_q, d_k)
+        return self.W_o(out.transpose(1, 2).reshape(B, T_q, d_model))

@@ -2,16 +2,22 @@
 shown only when a learner asks, d2l.solution(name)."""
 from __future__ import annotations
 
-import torch.nn.functional as F
+import math
+
+import torch
 
 from ..core import solution
 
 
-@solution("ch9_ffn_params")
-def ffn_params(d_model, d_ff):
-    linear1 = d_model * d_ff + d_ff               # weight + bias
-    linear2 = d_ff * d_model + d_model
-    return linear1 + linear2 + 2 * d_model        # + LayerNorm weight and bias
+@solution("ch9_paired_interval")
+def paired_interval(variant, baseline):
+    from d2lmini.stats import t_quantile
+    d = torch.tensor(variant, dtype=torch.float64) - torch.tensor(baseline,
+                                                                  dtype=torch.float64)
+    n = len(d)                                   # one difference per seed: paired
+    mean, sd = d.mean(), d.std()                 # std divides by n - 1
+    half = t_quantile(n - 1) * sd / math.sqrt(n)  # the interval is of the mean
+    return mean.item(), (mean - half).item(), (mean + half).item()
 
 
 @solution("ch9_smoothed_ce")
@@ -23,9 +29,35 @@ def smoothed_ce(logits, target, eps):
     return ((1 - eps) * nll + eps * uniform).mean()
 
 
-@solution("ch9_conv_ffn")
-def conv_ffn(x, ffn):
-    w1 = ffn.linear1.weight[:, :, None]          # (d_ff, d, 1): a kernel of size 1
-    w2 = ffn.linear2.weight[:, :, None]          # (d, d_ff, 1)
-    h = F.relu(F.conv1d(x, w1, ffn.linear1.bias))
-    return F.conv1d(h, w2, ffn.linear2.bias)
+@solution("ch9_auroc")
+def auroc(confidence, correct):
+    right = confidence[correct.bool()]                            # (n1,)
+    wrong = confidence[~correct.bool()]                           # (n0,)
+    higher = (right[:, None] > wrong[None, :]).double()           # (n1, n0): all pairs
+    ties = (right[:, None] == wrong[None, :]).double()
+    return (higher + 0.5 * ties).mean().item()
+
+
+def _gelu_build(src_vocab_size, tgt_vocab_size, **kw):
+    """The variant: every FFN with GELU instead of ReLU, nothing else changed."""
+    from d2lmini import experiments
+    return experiments.build_transformer(src_vocab_size, tgt_vocab_size,
+                                         activation="gelu", **kw)
+
+
+def _paired_ablation(build, seeds, **recipe):
+    import d2lmini as d2l
+    from d2lmini import experiments
+    variant, full = [], []
+    for s in seeds:                     # one pair per seed: same start, same batches
+        variant.append(experiments.date_run(build=build, seed=s, keep_model=False,
+                                            **recipe)["loss"])
+        full.append(experiments.date_run(seed=s, keep_model=False, **recipe)["loss"])
+    return d2l.compare(variant, full, metric="held-out loss",
+                       names=("my variant", "full model"), seeds=seeds,
+                       better="lower")
+
+
+@solution("ch9_ablation", value=True)
+def ablation():
+    return _gelu_build, _paired_ablation

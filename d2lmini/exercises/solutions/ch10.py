@@ -7,22 +7,26 @@ import torch
 from ..core import solution
 
 
-@solution("ch10_score_cost")
-def score_cost(S, d_model, h):
+@solution("ch10_head_costs")
+def head_costs(S, d_model, h):
     d_k = d_model // h
-    return h * (S * S) * d_k          # S x S dot products of length d_k per head
+    multiply_adds = h * (S * S) * d_k     # S x S dot products of length d_k per head
+    score_entries = h * S * S             # each head keeps its own S x S scores
+    return multiply_adds, score_entries   # the first is S^2 d_model whatever h is
 
 
-@solution("ch10_positional_entropy")
-def positional_entropy(targets, pad_id):
-    hs = []
-    for t in range(targets.shape[1]):
-        col = targets[:, t][targets[:, t] != pad_id]
-        if len(col):
-            p = torch.bincount(col).double()
-            p = p[p > 0] / p.sum()
-            hs.append(-(p * p.log()).sum())
-    return torch.stack(hs).mean().item()
+@solution("ch10_input_blind")
+def input_blind(targets, pad_id):
+    real = targets != pad_id                                      # (N, T)
+    V = int(targets.max()) + 1
+    counts = torch.zeros(targets.shape[1], V, dtype=torch.float64)   # (T, V)
+    counts.scatter_add_(1, targets.T, real.T.double())           # pads add 0
+    tokens = counts.sum(1)                                        # real tokens per t
+    p = counts / tokens.clamp(min=1)[:, None]
+    entropy = -(p * torch.where(p > 0, p.log(), 0.0)).sum(1)      # (T,), in nats
+    loss = (entropy * tokens).sum() / tokens.sum()                # per real token
+    accuracy = counts.max(1).values.sum() / tokens.sum()          # the mode per t
+    return loss.item(), accuracy.item()
 
 
 @solution("ch10_rope")
@@ -36,3 +40,11 @@ def rope(x):
     out[..., 0::2] = even * cos - odd * sin
     out[..., 1::2] = even * sin + odd * cos
     return out
+
+
+@solution("ch10_alibi")
+def alibi_bias(T, num_heads):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1) / num_heads)   # (h,)
+    pos = torch.arange(T)
+    distance = (pos[:, None] - pos[None, :]).abs()                        # (T, T)
+    return -slopes[:, None, None] * distance                              # (h, T, T)
