@@ -54,7 +54,7 @@ CH9 = {
     "500 dates": dict(SMALL),
     "500 dates, smoothing 0.1": dict(SMALL, smoothing=0.1),
 }
-CH9_ANALYSES = ("fields", "reliability")
+CH9_ANALYSES = ("fields", "formats", "reliability")
 
 LENGTHS = dict(data=dict(lengths=(0, 32)), max_len=80,
                test_lengths=[(33, 40), (41, 48), (49, 64)])
@@ -110,6 +110,44 @@ def date_job(name: str, seed: int, change: dict, analyses=(), models: str = "",
         torch.save(model.state_dict(), os.path.join(path, f"seed{seed}.pt"))
     r["cpu_seconds"] = time.process_time() - cpu
     return r
+
+
+_TRAINING = {"data", "train_metrics", "smoothing", "steps", "warmup", "lr", "batch_size",
+             "eval_at", "analyses", "test_lengths", "seed", "device"}
+
+
+def rebuild(change: dict, state_dict: dict):
+    """The model of one run, from its variant's settings and its saved weights."""
+    from d2lmini.transformer import Transformer
+    kw = dict(RECIPE)
+    kw.update(change)
+    model_kw = {k: v for k, v in kw.items() if k not in _TRAINING}
+    d = experiments.dates(**kw.get("data", {}))
+    build = (experiments.build_transformer
+             if any(k in model_kw for k in experiments._VARIANT_KEYS) else Transformer)
+    model = build(len(d.src_vocab), len(d.tgt_vocab), dropout=0.0, **model_kw)
+    model.load_state_dict(state_dict)
+    return model.eval(), d
+
+
+def annotate(name: str, models: str) -> None:
+    """Add the per-format analysis to the runs of ``name`` (a results file) that lack
+    it, from the models a run of this script saved in ``models``: the same numbers the
+    run would have computed (``experiments.date_run(analyses=("formats",))``)."""
+    from d2lmini import ablation
+    from d2lmini.io import load_results
+    data = load_results(name)
+    for variant, rs in data["runs"].items():
+        for seed, r in zip(data["seeds"], rs):
+            if "formats" in r:
+                continue
+            path = os.path.join(models, variant.replace(" ", "_").replace("/", "_"),
+                                f"seed{seed}.pt")
+            model, d = rebuild(data["variants"][variant], torch.load(path))
+            r["formats"] = ablation.by_format(model, *d.test, d.sources["test"],
+                                              [t for _, t in d.pairs["test"]])
+            assert abs(ablation.evaluate(model, *d.test)["loss"] - r["loss"]) < 1e-5
+    save_results(name, _plain(data))
 
 
 def depth_job(depth: int, residual: bool, seed: int, steps: int, lr: float) -> dict:
@@ -171,19 +209,43 @@ def main():
     ap.add_argument("--only", choices=["ch9", "ch10"], default=None)
     ap.add_argument("--models", default="",
                     help="folder to save every trained model in (default: none)")
+    ap.add_argument("--names", default=None,
+                    help="train only these variants ('|' between names)")
+    ap.add_argument("--out", default=None,
+                    help="results name (default ablations_ch9 / ablations_ch10)")
+    ap.add_argument("--no-depth", action="store_true",
+                    help="chapter 10 without the residual-depth stacks")
+    ap.add_argument("--annotate", default=None,
+                    help="add the per-format analysis to this results file from the "
+                         "models saved in --models")
     ap.add_argument("--smoke", action="store_true",
                     help="20 steps per run, 2 seeds, results named *_smoke")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.annotate:
+        annotate(args.annotate, args.models)
+        return
     suffix = "_smoke" if args.smoke else ""
+    if args.names:
+        keep = args.names.split("|")
+        unknown = set(keep) - set(CH9) - set(CH10)
+        if unknown:
+            raise SystemExit(f"unknown variants {sorted(unknown)}")
+        for table in (CH9, CH10):
+            for name in list(table):
+                if name not in keep:
+                    del table[name]
     if args.smoke:
         SEEDS[:] = [0, 1]
         DEPTH["steps"] = 20
     runner = experiments.Runner(workers=args.workers, device="cpu")
     if args.only in (None, "ch9"):
-        run_dates("ablations_ch9" + suffix, CH9, runner, CH9_ANALYSES, args.models,
+        run_dates((args.out or "ablations_ch9") + suffix, CH9, runner, CH9_ANALYSES,
+                  args.models, smoke=args.smoke)
+    if args.only in (None, "ch10") and args.no_depth:
+        run_dates(args.out or "ablations_ch10", CH10, runner, (), args.models,
                   smoke=args.smoke)
-    if args.only in (None, "ch10"):
+    elif args.only in (None, "ch10"):
         started = time.time()
         for lr in DEPTH["lrs"]:
             for depth, residual in DEPTH["depths"]:

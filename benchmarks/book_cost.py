@@ -7,7 +7,8 @@ execution cache warm; and what the built book weighs.
 `--sizes` prints the whole book's bytes and, per page, the bytes a reader's browser
 fetches on a cold visit (headless Chromium, offline) and, on a page with a live model
 (`d2l.live`), the bytes once the model has answered (its weights load on first use),
-with the time that took.
+with the time that took; and the figures' smallest text on a 390 px phone (shown
+340 px wide), as the page alone would show them and with the book's phone layout.
 
 The book's own _config.yml forces execution (every build re-runs every chapter, as CI
 must).  Here the same config is copied with `execute_notebooks: cache` into a temporary
@@ -34,6 +35,43 @@ def build(src: str) -> float:
     return time.perf_counter() - start
 
 
+def figure_census(html: str, phone_px: float = 340.0) -> None:
+    """Inline figures whose smallest text a phone would show under 9 CSS px: as the
+    page alone would, and with the phone layout (_ext/d2lbook.py)."""
+    import re
+    tags = re.compile(r'<span class="d2l-zoom" style="--d2l-phone-w: (\d+)px">|<img\b[^>]*>')
+    num = lambda tag, k: (float(m.group(1)) if (m := re.search(rf'{k}="([0-9.]+)"', tag))
+                          else None)
+    rows, measured, before, after = [], 0, [], []
+    for root, _, files in os.walk(html):
+        for f in sorted(files):
+            if not f.endswith(".html"):
+                continue
+            text, zoom = open(os.path.join(root, f), encoding="utf-8").read(), None
+            for m in tags.finditer(text):
+                if m.group(1):                  # the next figure is shown this wide
+                    zoom = float(m.group(1))
+                    continue
+                tag = m.group(0)
+                t, w = num(tag, "data-d2l-text"), num(tag, "data-d2l-w")
+                if t is None:
+                    continue
+                measured += 1
+                px = t * min(1.0, phone_px / w)
+                pt, pw = num(tag, "data-d2l-phone-text"), num(tag, "data-d2l-phone-w")
+                now = pt * min(1.0, phone_px / pw) if pt else px
+                if zoom:
+                    now, zoom = (pt or t) * zoom / (pw or w), None
+                before.append(px)
+                after.append(now)
+                if px < 9:
+                    rows.append((os.path.relpath(os.path.join(root, f), html), px, now))
+    print(f"figures measured: {measured}; under 9 px on a phone: {sum(b < 9 for b in before)}"
+          f" as the page alone shows them (smallest {min(before, default=0):.1f} px), "
+          f"{sum(a < 8.95 for a in after)} with the phone layout "
+          f"(smallest {min(after, default=0):.1f} px)")
+
+
 def sizes(html: str) -> None:
     """The built book's weight: in all, and per page as a browser fetches it."""
     import functools
@@ -41,6 +79,7 @@ def sizes(html: str) -> None:
     import threading
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(html) for f in fs)
     print(f"whole book: {total:,} bytes ({html})")
+    figure_census(html)
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -27,6 +27,7 @@ Hugging Face cases build tiny random models from local configs).
 from __future__ import annotations
 
 import contextlib
+import math
 import io
 import os
 import re
@@ -1060,6 +1061,148 @@ if HF:
     err("gpt_kv_cache_bytes_per_token(bytes=0)", lambda: d2l.gpt_kv_cache_bytes_per_token("gpt2", 0),
         "bytes_per_number")
 
+
+# ------------------------------------------------------------------ own data: files, splits, batches
+def _file(name, text, mode="w"):
+    path = tmp(name)
+    with open(path, mode) as f:
+        f.write(text)
+    return path
+
+
+err("read_pairs(missing file)", lambda: d2l.read_pairs(tmp("nope.tsv")), "nope.tsv")
+err("read_pairs(a list)", lambda: d2l.read_pairs(["a\tb"]), "path")
+err("read_pairs(csv read as tsv)", lambda: d2l.read_pairs(_file("p.tsv", "a,b\n")), "delimiter")
+err("read_pairs(empty target)", lambda: d2l.read_pairs(_file("e.tsv", "a\t\n")), "target")
+err("read_pairs(one column)", lambda: d2l.read_pairs(_file("o.tsv", "a\nb\n")), "line 1")
+err("read_pairs(empty file)", lambda: d2l.read_pairs(_file("z.tsv", "")), "no pairs")
+err("read_pairs(binary)", lambda: d2l.read_pairs(_file("b.tsv", b"\xff\xfe\x00", "wb")),
+    "encoding")
+err("read_pairs(columns=(0, 0))", lambda: d2l.read_pairs(_file("c.tsv", "a\tb\n"), columns=(0, 0)),
+    "columns")
+err("read_pairs(delimiter='ab')", lambda: d2l.read_pairs(_file("d.tsv", "a\tb\n"), delimiter="ab"),
+    "delimiter")
+ok("read_pairs(csv with quotes)", lambda: d2l.read_pairs(_file("q.csv", '"a, b",c\n')),
+   lambda r: r == [("a, b", "c")])
+ok("read_pairs(tsv, 3 columns)", lambda: d2l.read_pairs(_file("t.tsv", "a\tb\tCC\n")),
+   lambda r: r == [("a", "b")])
+err("split_heldout(fraction=0)", lambda: d2l.split_heldout("abcdef", 0), "fraction")
+err("split_heldout(fraction=1.5)", lambda: d2l.split_heldout([1, 2, 3], 1.5), "fraction")
+err("split_heldout(fraction=nan)", lambda: d2l.split_heldout([1, 2, 3], NAN), "fraction")
+err("split_heldout(tensor)", lambda: d2l.split_heldout(torch.arange(5)), "text|list")
+err("split_heldout(3 chars, 0.1)", lambda: d2l.split_heldout("abc", 0.1), "characters")
+err("split_heldout(one group)", lambda: d2l.split_heldout([("a", "b")] * 4, 0.5,
+                                                          key=lambda p: p[0]), "group")
+err("split_heldout(key='src')", lambda: d2l.split_heldout([1, 2], 0.5, key="src"), "key")
+err("split_heldout(text, key=)", lambda: d2l.split_heldout("abcd", 0.5, key=len), "key")
+err("split_heldout(seed=-1)", lambda: d2l.split_heldout([1, 2], 0.5, seed=-1), "seed")
+ok("split_heldout(list) keeps every item once",
+   lambda: d2l.split_heldout(list(range(10)), 0.3),
+   lambda r: sorted(r[0] + r[1]) == list(range(10)) and len(r[1]) == 3)
+ok("split_heldout(key) no group on both sides",
+   lambda: d2l.split_heldout([(i % 3, i) for i in range(30)], 0.3, key=lambda p: p[0]),
+   lambda r: not {a for a, _ in r[0]} & {a for a, _ in r[1]})
+err("random_batches(0, x)", lambda: d2l.random_batches(0, torch.zeros(3)), "batch_size")
+err("random_batches(4)", lambda: d2l.random_batches(4), "tensor")
+err("random_batches(rows differ)", lambda: d2l.random_batches(4, torch.zeros(3), torch.zeros(2)),
+    "rows")
+err("random_batches(a list)", lambda: d2l.random_batches(4, [1, 2, 3]), "tensor")
+err("random_batches(start=-1)", lambda: d2l.random_batches(4, torch.zeros(3), start=-1), "start")
+ok("random_batches(start=2) == batch 2",
+   lambda: (list(zip(range(3), d2l.random_batches(2, torch.arange(9))))[2][1][0],
+            next(d2l.random_batches(2, torch.arange(9), start=2))[0]),
+   lambda r: torch.equal(r[0], r[1]))
+
+
+# ------------------------------------------------------------------ chapter 16: LoRA, DPO, chat
+from d2lmini import align as _align  # noqa: E402
+
+
+def _lora_gpt(**kw):
+    return d2l.add_lora(gpt(), **kw)
+
+
+def _merged_equal():
+    m = _lora_gpt(rank=2, alpha=4)
+    with torch.no_grad():
+        for lin in m.modules():
+            if isinstance(lin, d2l.LoRALinear):
+                lin.lora_B.normal_()
+    before = m(long([1, 2, 3]))
+    return (d2l.merge_lora(m)(long([1, 2, 3])) - before).abs().max().item()
+
+
+Z3 = torch.zeros(3)
+err("LoRALinear(LayerNorm)", lambda: d2l.LoRALinear(nn.LayerNorm(4), 2, 4), "Linear")
+err("LoRALinear(a string)", lambda: d2l.LoRALinear("W_q", 2, 4), "Linear")
+err("LoRALinear(rank=0)", lambda: d2l.LoRALinear(nn.Linear(4, 4), 0, 4), "rank")
+err("LoRALinear(rank=2.5)", lambda: d2l.LoRALinear(nn.Linear(4, 4), 2.5, 4), "rank")
+err("LoRALinear(alpha=0)", lambda: d2l.LoRALinear(nn.Linear(4, 4), 2, 0), "alpha")
+err("LoRALinear(alpha=nan)", lambda: d2l.LoRALinear(nn.Linear(4, 4), 2, NAN), "alpha")
+err("LoRALinear(of a LoRALinear)",
+    lambda: d2l.LoRALinear(d2l.LoRALinear(nn.Linear(4, 4), 2, 4), 2, 4), "LoRALinear")
+err("LoRALinear(x of the wrong width)",
+    lambda: d2l.LoRALinear(nn.Linear(4, 3), 2, 4)(torch.randn(2, 5)), "in_features")
+ok("LoRALinear starts as its base", lambda: (lambda b: (d2l.LoRALinear(b, 2, 4)(X[..., :4]),
+                                                         b(X[..., :4])))(nn.Linear(4, 3)),
+   lambda r: torch.equal(r[0], r[1]))
+ok("LoRALinear(rank > in_features)", lambda: d2l.LoRALinear(nn.Linear(2, 2), 8, 8)(torch.ones(1, 2)),
+   shape_is(1, 2))
+err("add_lora(targets that match nothing)", lambda: _lora_gpt(targets=("W_z",)), "W_z")
+err("add_lora(target is a LayerNorm)", lambda: _lora_gpt(targets=("norm1",)), "nn.Linear")
+err("add_lora(target is a MultiHeadAttention)", lambda: _lora_gpt(targets=("self_attn",)),
+    "nn.Linear")
+err("add_lora(targets=())", lambda: _lora_gpt(targets=()), "targets")
+err("add_lora(targets=[5])", lambda: _lora_gpt(targets=[5]), "targets")
+err("add_lora(rank=-1)", lambda: _lora_gpt(rank=-1), "rank")
+err("add_lora(alpha='16')", lambda: _lora_gpt(alpha="16"), "alpha")
+err("add_lora(model=a dict)", lambda: d2l.add_lora({"W_q": nn.Linear(2, 2)}), "model")
+err("add_lora twice on the same layers", lambda: d2l.add_lora(_lora_gpt()), "already")
+ok("add_lora freezes all but lora_A/lora_B",
+   lambda: sorted({n.rsplit(".", 1)[-1] for n, p in _lora_gpt().named_parameters()
+                   if p.requires_grad}), lambda r: r == ["lora_A", "lora_B"])
+ok("add_lora(targets='W_q') (one name)", lambda: _lora_gpt(targets="W_q"),
+   lambda m: isinstance(m.blocks[0].self_attn.W_q, d2l.LoRALinear))
+err("merge_lora(no adapter)", lambda: d2l.merge_lora(gpt()), "nothing to merge")
+err("merge_lora(5)", lambda: d2l.merge_lora(5), "model")
+ok("merge_lora keeps the outputs", _merged_equal, lambda r: r <= 1e-6)
+err("dpo_loss(per-token log-probs (B, T))", lambda: d2l.dpo_loss(*[torch.zeros(3, 4)] * 4), "1-D")
+err("dpo_loss(shapes differ)", lambda: d2l.dpo_loss(Z3, Z3, torch.zeros(2), Z3), "shape")
+err("dpo_loss(int tensors)", lambda: d2l.dpo_loss(*[torch.zeros(3, dtype=torch.long)] * 4),
+    "floating")
+err("dpo_loss(lists)", lambda: d2l.dpo_loss(*[[0.0, 1.0]] * 4), "policy_chosen_logps")
+err("dpo_loss(empty)", lambda: d2l.dpo_loss(*[torch.zeros(0)] * 4), "1-D")
+err("dpo_loss(beta=0)", lambda: d2l.dpo_loss(Z3, Z3, Z3, Z3, beta=0), "beta")
+err("dpo_loss(beta=-1)", lambda: d2l.dpo_loss(Z3, Z3, Z3, Z3, beta=-1), "beta")
+err("dpo_loss(beta=inf)", lambda: d2l.dpo_loss(Z3, Z3, Z3, Z3, beta=INF), "beta")
+err("dpo_loss(NaN log-prob)", lambda: d2l.dpo_loss(Z3 * NAN, Z3, Z3, Z3), "NaN")
+ok("dpo_loss at the reference = ln 2", lambda: d2l.dpo_loss(Z3, Z3, Z3, Z3)[0].item(),
+   lambda r: abs(r - 0.6931471805599453) < 1e-6)
+ok("dpo_loss(huge margin) finite", lambda: d2l.dpo_loss(Z3 + 1e6, Z3 - 1e6, Z3, Z3)[0], finite)
+err("sequence_logprob(targets one short)",
+    lambda: d2l.sequence_logprob(torch.zeros(2, 5, 7), torch.zeros(2, 4, dtype=torch.long)),
+    "disagree")
+err("sequence_logprob(target id 9 of 7)",
+    lambda: d2l.sequence_logprob(torch.zeros(1, 2, 7), long([1, 9])), "outside")
+err("sequence_logprob(float targets)",
+    lambda: d2l.sequence_logprob(torch.zeros(1, 2, 7), torch.zeros(1, 2)), "integer")
+err("sequence_logprob(2-D logits)",
+    lambda: d2l.sequence_logprob(torch.zeros(2, 7), torch.zeros(2, dtype=torch.long)), "3-D")
+err("sequence_logprob(int logits)",
+    lambda: d2l.sequence_logprob(torch.zeros(1, 2, 7, dtype=torch.long), long([1, 2])),
+    "floating")
+ok("sequence_logprob(all pads) = 0", lambda: d2l.sequence_logprob(torch.zeros(1, 2, 7), long([0, 0])),
+   lambda r: r.shape == (1,) and r.item() == 0.0)
+ok("sequence_logprob(pad_id=-100)",
+   lambda: d2l.sequence_logprob(torch.zeros(1, 2, 4), long([-100, 3]), pad_id=-100),
+   lambda r: abs(r.item() + math.log(4)) < 1e-6)
+err("chat_prompt('')", lambda: _align.chat_prompt(""), "instruction")
+err("chat_prompt(two lines)", lambda: _align.chat_prompt("a\nb"), "one line")
+err("chat_prompt(5)", lambda: _align.chat_prompt(5), "instruction")
+err("sft_batch(no examples)", lambda: _align.sft_batch(VOC, []), "empty")
+err("InstructionTasks(short text)", lambda: _align.InstructionTasks("abc"), "text")
+err("InstructionTasks(heldout=1.5)",
+    lambda: _align.InstructionTasks(d2l.load_corpus("book.txt"), heldout=1.5), "heldout")
 
 # ================================================================== run
 def origin(exc: BaseException):

@@ -25,8 +25,11 @@ from .rnn import AttentionGRUDecoder, ConvStack, GRUEncoder, GRUSeq2Seq
 from .schedules import noam_schedule, warmup_cosine_schedule
 from .text import (DateTranslation, Vocab, bucket_batches, lm_windows, pad_batch,
                    pairs_to_tensors, toy_translation)
+from .text import random_batches, read_pairs, split_heldout  # your own data
 from .io import load, load_results, save
 from .checkpoints import load_pretrained
+from .lora import LoRALinear, add_lora, merge_lora  # chapter 16
+from .align import dpo_loss, sequence_logprob  # chapter 16
 from .train import History, train
 from .transformer import (DecoderBlock, EncoderBlock, PositionalEncoding,
                           PositionWiseFFN, Transformer, greedy_decode,

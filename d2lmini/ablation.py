@@ -25,7 +25,8 @@ from .utils import check_positive_int, set_seed
 
 __all__ = ["DateData", "train_dates", "evaluate", "predictions",
            "expected_calibration_error", "auroc", "reliability", "input_blind_baseline",
-           "by_field", "summarize", "paired", "table", "spread_plot"]
+           "by_field", "by_format", "date_format", "summarize", "paired", "table",
+           "spread_plot"]
 
 
 class DateData:
@@ -133,7 +134,7 @@ def auroc(score: torch.Tensor, positive: torch.Tensor) -> float:
     _, inverse, counts = torch.unique(score.double(), return_inverse=True,
                                       return_counts=True)
     ends = counts.cumsum(0).double()
-    rank = (ends - (counts.double() - 1) / 2)[inverse]       # mean rank of ties, 1-based
+    rank = (ends - (counts.double() - 1) / 2)[inverse]  # mean rank of ties, 1-based
     return float((rank[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
@@ -209,10 +210,41 @@ def by_field(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
                          for s in sources])
     out = {}
     for group, rows in (("month as a word", word), ("month as digits", ~word)):
-        out[group] = {f: {"loss": nll[rows][:, cols].mean().item(),
-                          "accuracy": ok[rows][:, cols].all(1).float().mean().item(),
+        out[group] = {f: {"loss": nll[rows][:, cols].mean().item() if rows.any()
+                          else float("nan"),
+                          "accuracy": ok[rows][:, cols].all(1).float().mean().item()
+                          if rows.any() else float("nan"),
                           "n": int(rows.sum())}
                       for f, cols in FIELDS.items()}
+    return out
+
+
+def date_format(source: str, iso: str) -> str:
+    """The name (a key of ``d2lmini.text.FORMATS``) of the format ``source`` writes the
+    date ``iso`` in, leading spaces ignored."""
+    import datetime as dt
+
+    from .text import FORMATS
+    day = dt.date.fromisoformat(iso)
+    for name, fmt in FORMATS.items():
+        if fmt(day) == source.strip(" "):
+            return name
+    raise ValueError(f"{source!r} writes {iso} in none of the formats {list(FORMATS)}")
+
+
+@torch.no_grad()
+def by_format(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor,
+              tgt_out: torch.Tensor, sources: list[str], isos: list[str]) -> dict:
+    """Like :func:`by_field`, per source format: ``{format: {field: {"loss",
+    "accuracy", "n"}}}``; ``isos``: the target date of each row (``YYYY-MM-DD``)."""
+    names = [date_format(s, t) for s, t in zip(sources, isos)]
+    out = {}
+    for name in dict.fromkeys(names):
+        rows = torch.tensor([n == name for n in names])
+        idx = rows.nonzero().flatten()
+        sub = by_field(model, src[idx], tgt_in[idx], tgt_out[idx],
+                       [sources[i] for i in idx.tolist()])
+        out[name] = next(g for g in sub.values() if g["year"]["n"])
     return out
 
 

@@ -501,6 +501,7 @@ def pseudo_log_likelihood(model: BERT, tokens: torch.Tensor, mask_id: int,
     (B,) float, in nats (higher: the text looks more like what the model was trained
     on)."""
     check_tensor(tokens, "tokens", ndim=2)
+    tokens = tokens.cpu()                       # the copies are made here, run there
     B, T = tokens.shape
     special = torch.tensor(sorted(set(special_ids) | {mask_id}), dtype=torch.long)
     scored = ~torch.isin(tokens, special)

@@ -403,7 +403,8 @@ def _read_merges(source) -> list[tuple[str, str]]:
         bad = [p for p in pairs if len(p) != 2]
     elif isinstance(source, (list, tuple)):
         pairs = [tuple(p) for p in source]
-        bad = [p for p in pairs if len(p) != 2 or not all(isinstance(s, str) for s in p)]
+        bad = [p for p in pairs
+               if len(p) != 2 or not all(isinstance(s, str) for s in p)]
     else:
         raise TypeError(f"vocab_bpe must be a path to GPT-2's vocab.bpe or a list of "
                         f"(a, b) pairs, got {type(source).__name__}")

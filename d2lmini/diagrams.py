@@ -690,7 +690,8 @@ def _dropout_placement():
     c.note(x, 1.37, "on the sum of\nembedding and PE", va="center")
     c.note(x, 2.79, "on each sub-layer's\noutput, before\nthe residual add",
            va="center")
-    c.note(x, 4.08, "③ ④ Annotated\nTransformer and\ntorch.nn, not in\nthe paper's text",
+    c.note(x, 4.08,
+           "③ ④ Annotated\nTransformer and\ntorch.nn, not in\nthe paper's text",
            va="center")
     c.note(x, 5.31, "① ② the paper:\nP_drop = 0.1", va="center")
     return c.fig

@@ -162,18 +162,20 @@ def date_run(data: dict | None = None, keep_model: bool = True,
     ``train_metrics=True`` also scores the trained model on its own training dates, as
     ``ablation.evaluate`` does on the held-out ones: keys ``train_loss``,
     ``train_exact_match``, ... (the overfitting gap is ``loss - train_loss``).
-    ``analyses``: any of ``"fields"`` (:func:`ablation.by_field`),
+    ``analyses``: any of ``"fields"`` (:func:`ablation.by_field`), ``"formats"``
+    (:func:`ablation.by_format`),
     ``"reliability"`` (:func:`ablation.reliability` of the held-out tokens),
     ``"lesion"`` (:func:`lesion`), each under its own key.
     ``test_lengths``: ``[(lo, hi), ...]``: also score held-out sources padded to
     ``lo..hi`` characters; ``by_length["lo-hi"]`` holds ``ablation.evaluate``'s
     metrics.  ``keep_model=False`` drops the model from the result.
     """
-    unknown = set(analyses) - {"fields", "reliability", "lesion"}
+    unknown = set(analyses) - {"fields", "formats", "reliability", "lesion"}
     if unknown:
-        raise ValueError(f"analyses must be among 'fields', 'reliability', 'lesion', "
-                         f"got {sorted(unknown)}")
-    d = dates(**(data or {}))
+        raise ValueError(f"analyses must be among 'fields', 'formats', 'reliability', "
+                         f"'lesion', got {sorted(unknown)}")
+    d = dates(**{k: tuple(v) if isinstance(v, list) else v      # JSON gives lists
+                 for k, v in (data or {}).items()})
     if any(k in train_kw for k in _VARIANT_KEYS):
         train_kw.setdefault("build", build_transformer)
     r = ablation.train_dates(d, **train_kw)
@@ -183,6 +185,9 @@ def date_run(data: dict | None = None, keep_model: bool = True,
                   for k, v in ablation.evaluate(model, *d.train).items()})
     if "fields" in analyses:
         r["fields"] = ablation.by_field(model, *d.test, d.sources["test"])
+    if "formats" in analyses:
+        r["formats"] = ablation.by_format(model, *d.test, d.sources["test"],
+                                          [t for _, t in d.pairs["test"]])
     if "reliability" in analyses:
         conf, ok, _, _ = ablation.predictions(model, *d.test)
         r["reliability"] = ablation.reliability(conf, ok)
@@ -222,7 +227,7 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "identity": _identity,
                "tanh": torch.tanh, "sigmoid": torch.sigmoid}
 
 
-# ------------------------------------------------------- relative positions: ALiBi, RoPE
+# ------------------------------------------------------ relative positions: ALiBi, RoPE
 def alibi_slopes(num_heads: int) -> torch.Tensor:
     """ALiBi's per-head slopes (Press et al., 2022): for h a power of 2 the geometric
     sequence 2^(-8/h), 2^(-16/h), ..., 2^(-8); otherwise their rule (the slopes of

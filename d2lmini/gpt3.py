@@ -43,7 +43,8 @@ def _check_window(w, name: str):
 def alternating_windows(num_layers: int, window: int) -> list:
     """GPT-3's pattern for ``num_layers`` layers: dense, banded, dense, banded, ...
     -> [None, window, None, window, ...] (None = dense)."""
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) \
+            or num_layers < 1:
         raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
     window = _check_window(window, "window")
     return [None if i % 2 == 0 else window for i in range(num_layers)]

@@ -36,7 +36,7 @@ from .utils import check_positive_int, check_tensor, set_seed
 
 __all__ = ["AttentionOnly", "repeated_sequences", "head_scores", "in_context_losses",
            "train_induction", "permutation_prompts", "ideal_accuracy",
-           "few_shot_accuracy", "train_few_shot"]
+           "few_shot_accuracy", "train_few_shot", "held_out_permutations"]
 
 
 # ------------------------------------------------------------------ induction heads
@@ -289,6 +289,14 @@ def few_shot_accuracy(model: nn.Module, tokens: torch.Tensor, ys: torch.Tensor,
 
 def _random_perms(count: int, m: int, generator: torch.Generator) -> torch.Tensor:
     return torch.rand(count, m, generator=generator).argsort(1)
+
+
+def held_out_permutations(seed: int = 0, count: int = 2000, m: int = 8) -> torch.Tensor:
+    """The ``count`` permutations of m letters that :func:`train_few_shot` (from
+    ``seed``) keeps out of training -> (count, m) long."""
+    check_positive_int(count, "count")
+    check_positive_int(m, "m", 2)
+    return _random_perms(count, m, torch.Generator().manual_seed(50_000 + seed))
 
 
 def train_few_shot(seed: int = 0, steps: int = 1500, m: int = 8, pairs: int = 9,

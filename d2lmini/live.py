@@ -25,7 +25,7 @@ NAMES = ("date", "shakespeare", "bert")
 DEFAULTS = {
     "date": {"text": "3 March 1998"},
     "shakespeare": {"prompt": "ROMEO:\n", "temperature": 0.8, "top_k": None, "seed": 0,
-                    "length": 200},
+                    "length": 120},
     "bert": {"text": "every head has its own [MASK]eights"},
 }
 HINTS = {
@@ -34,7 +34,9 @@ HINTS = {
             "cross-attention is drawn below it",
     "shakespeare": "write continues the prompt one character at a time (temperature 0: "
                    "always the most likely; a seed makes a sample repeatable); tap a "
-                   "written character to see what the character before it read",
+                   "written character to see what the character before it read; past "
+                   "the model's context every character re-reads the whole window: "
+                   "slower",
     "bert": "put [MASK] where one character is missing: the model lists its five most "
             "likely characters, reading both sides",
 }

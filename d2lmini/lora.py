@@ -1,4 +1,4 @@
-"""LoRA, low-rank adaptation (Hu et al., 2021), from scratch, as PEFT names and scales it.
+"""LoRA, low-rank adaptation (Hu et al., 2021), from scratch, as PEFT scales it.
 
 A frozen linear layer ``y = x W^T + b`` (W: (out, in)) learns a low-rank change
 instead of a new W:
@@ -46,9 +46,10 @@ class LoRALinear(nn.Module):
     ``base``: the wrapped ``nn.Linear`` (its parameters are frozen here);
     ``lora_A`` (rank, in_features), Kaiming-uniform (a = sqrt(5)) as in PEFT;
     ``lora_B`` (out_features, rank), zeros, so the layer equals ``base`` at start;
-    ``scaling`` = alpha / rank.  ``weight`` and ``bias`` are the base layer's, so code
-    that reads them (a device check, a shape) keeps working; ``merged_weight()`` is
-    the matrix ``merge_lora`` puts in its place.
+    ``scaling`` = alpha / rank.  ``weight`` is the effective matrix W + scaling B A
+    (differentiable), ``bias`` the base layer's, so code that reads them instead of
+    calling the layer (a fused attention kernel) computes the adapted layer;
+    ``merged_weight()`` is the matrix ``merge_lora`` puts in its place.
     """
 
     def __init__(self, base: nn.Linear, rank: int, alpha: float):
@@ -75,7 +76,10 @@ class LoRALinear(nn.Module):
 
     @property
     def weight(self) -> torch.Tensor:
-        return self.base.weight
+        """The layer's effective matrix W + (alpha / rank) B A, differentiable in A
+        and B: code that reads ``.weight`` instead of calling the layer (a fused
+        q/k/v product) computes the adapted layer too."""
+        return self.base.weight + self.scaling * (self.lora_B @ self.lora_A)
 
     @property
     def bias(self) -> torch.Tensor | None:
@@ -90,8 +94,12 @@ class LoRALinear(nn.Module):
 
     @torch.no_grad()
     def merged_weight(self) -> torch.Tensor:
-        """W + (alpha / rank) B A, (out_features, in_features)."""
-        return self.base.weight + self.scaling * (self.lora_B @ self.lora_A)
+        """W + (alpha / rank) B A, (out_features, in_features), summed in float64
+        and rounded once to the weight's dtype."""
+        w = self.base.weight
+        wide = torch.float64 if w.device.type != "mps" else torch.float32
+        delta = self.lora_B.to(wide) @ self.lora_A.to(wide)
+        return (w.to(wide) + self.scaling * delta).to(w.dtype)
 
     def extra_repr(self) -> str:
         return f"rank={self.rank}, alpha={self.alpha:g}"

@@ -1,6 +1,7 @@
 """What a model attended to: attention weights of every layer and head, with the masks
-that say which weights matter.  Data only: the figures, explorers and views that draw
-these maps live in ``plot``, ``widgets`` and ``webfig``; nothing here imports them.
+that say which weights matter.  Data only: what a setting of a view shows is decided in
+``selection``, and the figures, explorers and views that draw it live in ``plot``,
+``widgets``, ``views``, ``monitor`` and ``live``; nothing here imports them.
 
 ``collect_attention(model, ...)`` runs one forward pass and returns ``AttentionMaps``:
 kind -> weights (L, B, h, T_q, T_k), plus ``.masks`` kind -> bool (B, h, T_q, T_k).

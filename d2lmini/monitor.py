@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from . import webfig
 from .maps import as_attention_maps, collect_attention
 from .plot import figure_png, in_kernel
-from .selection import PanelTable, attention_view
+from .selection import PanelTable, attention_view, rounded
 from .utils import check_positive_int
 
 
@@ -335,7 +335,7 @@ def animation_data(losses, frames: list[dict], labels, mask, title: str,
     xl, yl = labels or (None, None)
     first = frames[0]["attention"]
     data = {
-        "fps": fps, "losses": webfig._round(y),
+        "fps": fps, "losses": rounded(y),
         "xlim": [0, max(frames[-1]["step"], 2)], "ylim": ylim,
         "frames": [{"step": s["step"], "panels": [] if s["attention"] is None else
                     [table.panel(a) for a in s["attention"]]} for s in frames],

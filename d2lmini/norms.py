@@ -52,9 +52,9 @@ class LayerNorm(nn.Module):
             raise ValueError(f"expected input ending in {self.normalized_shape}, "
                              f"got shape {tuple(x.shape)}")
         dims = tuple(range(-n, 0))
-        mean = x.mean(dim=dims, keepdim=True)                 # (B, T, 1)
-        var = x.var(dim=dims, unbiased=False, keepdim=True)   # (B, T, 1)
-        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+        # one pass for both statistics, each (B, T, 1)
+        var, mean = torch.var_mean(x, dim=dims, unbiased=False, keepdim=True)
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
 
 
 class RMSNorm(nn.Module):

@@ -1,4 +1,4 @@
-"""Scaling laws on the book's corpus: train GPTs of several sizes, fit how the loss falls.
+"""Scaling laws on the book's corpus: GPTs of several sizes, and how their loss falls.
 
 Chapter 15 trains chapter 12's character GPT (``d2l.GPT`` with its defaults) at sizes
 from a few thousand to a few hundred thousand parameters on tiny Shakespeare (the
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["SHAPES", "gpt_for", "non_embedding_params", "char_data", "train_lm",
-           "fit_power_law", "fit_loss_surface", "bootstrap_over_seeds",
+           "fit_power_law", "fit_loss_surface", "bootstrap_over_seeds", "isoflop",
            "compute_optimal", "power_law", "loss_surface"]
 
 #: the sizes of the scaling experiment: (num_layers, d_model, num_heads), d_ff = 4 d
@@ -40,7 +40,8 @@ SHAPES = {
 def _check_shape(shape) -> tuple[int, int, int]:
     if isinstance(shape, str):
         if shape not in SHAPES:
-            raise ValueError(f"unknown size {shape!r}; expected one of {sorted(SHAPES)} "
+            raise ValueError(f"unknown size {shape!r}; expected one of "
+                             f"{sorted(SHAPES)} "
                              f"or a tuple (num_layers, d_model, num_heads)")
         return SHAPES[shape]
     if (not isinstance(shape, (tuple, list)) or len(shape) != 3
@@ -83,8 +84,8 @@ def char_data():
     text = load_corpus("tinyshakespeare.txt")
     train_text, held_text = split_text(text)
     vocab = CharVocab(text)
-    return (torch.tensor(vocab.encode(train_text)), torch.tensor(vocab.encode(held_text)),
-            vocab)
+    return (torch.tensor(vocab.encode(train_text)),
+            torch.tensor(vocab.encode(held_text)), vocab)
 
 
 @torch.no_grad()
@@ -197,25 +198,39 @@ def _as_vector(x, name: str) -> torch.Tensor:
 
 
 def _best(design, y: torch.Tensor, cands: torch.Tensor):
-    """Least squares for every candidate exponent row of ``cands`` (G, k) at once:
-    ``design(cands)`` -> X (G, n, p); -> (best candidate, its coefficients, SSE)."""
+    """Least squares with non-negative coefficients for every candidate exponent row
+    of ``cands`` (G, k) at once: ``design(cands)`` -> X (G, n, p).  Every subset of
+    the p columns is solved without a constraint, and a solution with a negative
+    coefficient is discarded (for p <= 3 this is exact non-negative least squares).
+    -> (best candidate, its coefficients (p,), SSE)."""
     X = design(cands)
-    coef = torch.linalg.lstsq(X, y.expand(len(cands), -1)[..., None]).solution
-    sse = ((X @ coef)[..., 0] - y).pow(2).sum(-1)
-    sse = torch.where(torch.isfinite(sse), sse, torch.full_like(sse, math.inf))
-    i = int(sse.argmin())
-    return cands[i], coef[i, :, 0], float(sse[i])
+    G, n, p = X.shape
+    best_sse = torch.full((G,), math.inf, dtype=X.dtype)
+    best_coef = torch.zeros(G, p, dtype=X.dtype)
+    for mask in range(1, 2 ** p):
+        cols = [j for j in range(p) if mask >> j & 1]
+        Xs = X[..., cols]
+        coef = torch.linalg.lstsq(Xs, y.expand(G, -1)[..., None]).solution[..., 0]
+        sse = ((Xs @ coef[..., None])[..., 0] - y).pow(2).sum(-1)
+        ok = (coef >= 0).all(-1) & torch.isfinite(sse) & (sse < best_sse)
+        best_sse = torch.where(ok, sse, best_sse)
+        full = torch.zeros(G, p, dtype=X.dtype)
+        full[:, cols] = coef
+        best_coef = torch.where(ok[:, None], full, best_coef)
+    i = int(best_sse.argmin())
+    return cands[i], best_coef[i], float(best_sse[i])
 
 
 def _search(design, y, grid: list[torch.Tensor], rounds: int = 25):
     """Grid search over the exponents (a product of 1-D grids), then ``rounds`` of
     refinement on a 9-point-per-axis grid around the best, shrinking by 3 each
-    time."""
+    time, never below the grids' smallest exponent."""
+    lo = min(float(g[0]) for g in grid)
     mesh = torch.stack([g.flatten() for g in torch.meshgrid(*grid, indexing="ij")], 1)
     best, coef, sse = _best(design, y, mesh)
     step = torch.tensor([float(g[1] - g[0]) for g in grid], dtype=torch.float64)
     for _ in range(rounds):
-        axes = [torch.linspace(max(float(b - s), 1e-4), float(b + s), 9,
+        axes = [torch.linspace(max(float(b - s), lo), float(b + s), 9,
                                dtype=torch.float64) for b, s in zip(best, step)]
         mesh = torch.stack([g.flatten() for g in torch.meshgrid(*axes, indexing="ij")],
                            1)
@@ -227,9 +242,10 @@ def _search(design, y, grid: list[torch.Tensor], rounds: int = 25):
 def fit_power_law(N, L) -> dict:
     """Least-squares fit of L = a N^(-alpha) + L_inf to points (N, L).
 
-    For a fixed alpha the model is linear in (a, L_inf), solved exactly; alpha is
-    searched on a grid over 0.01..2, then refined.  -> {"a", "alpha", "L_inf",
-    "rmse"}.  Needs at least 3 different N."""
+    For a fixed alpha the model is linear in (a, L_inf), solved exactly with a, L_inf
+    >= 0 (a loss has no negative floor); alpha is searched on a grid over 0.01..2,
+    then refined.  -> {"a", "alpha", "L_inf", "rmse"}.  Needs at least 3 different
+    N."""
     N, L = _as_vector(N, "N"), _as_vector(L, "L")
     if N.shape != L.shape:
         raise ValueError(f"N and L must have the same length, got {N.numel()} and "
@@ -250,9 +266,9 @@ def fit_power_law(N, L) -> dict:
 def fit_loss_surface(N, D, L) -> dict:
     """Least-squares fit of L = E + A N^(-alpha) + B D^(-beta) (Hoffmann et al.'s
     approach 3, with squared error instead of their Huber loss on log L).  For fixed
-    (alpha, beta) the model is linear in (E, A, B), solved exactly; the exponents are
-    searched on a grid over 0.02..1.5, then refined.  -> {"E", "A", "alpha", "B",
-    "beta", "rmse"}."""
+    (alpha, beta) the model is linear in (E, A, B), solved exactly with E, A, B >= 0;
+    the exponents are searched on a grid over 0.02..1.5, then refined (not below
+    0.02).  -> {"E", "A", "alpha", "B", "beta", "rmse"}."""
     N, D, L = _as_vector(N, "N"), _as_vector(D, "D"), _as_vector(L, "L")
     if not (N.shape == D.shape == L.shape):
         raise ValueError("N, D and L must have the same length")
@@ -279,6 +295,47 @@ def compute_optimal(surface: dict, C: float) -> dict:
     D = C / (6 * N)
     return {"N": N, "D": D, "tokens_per_param": D / N,
             "loss": float(loss_surface(N, D, surface["E"], A, al, B, be))}
+
+
+def isoflop(runs: list[dict], C: float) -> dict:
+    """Hoffmann et al.'s approach 2 at compute ``C`` = 6 N D: for every size, its
+    loss at D = C / (6 N), interpolated linearly in log D between the budgets it was
+    trained on (mean over seeds; sizes whose D falls outside are skipped); a parabola
+    in log N through those points; its minimum is the compute-optimal N.
+
+    ``runs``: dicts with "non_embedding", "tokens_asked", "tokens", "heldout".
+    -> {"points": [(N, D, L)], "N", "D", "tokens_per_param", "loss"}, the last four
+    None when fewer than 3 sizes reach C or the minimum is not inside their range."""
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not C > 0:
+        raise ValueError(f"C must be a positive number of FLOPs, got {C!r}")
+    table = {}
+    for r in runs:
+        table.setdefault(r["non_embedding"], {}).setdefault(r["tokens_asked"], []) \
+            .append((r["tokens"], r["heldout"]))
+    points = []
+    for n, by_d in sorted(table.items()):
+        Ds = sorted((sum(t for t, _ in v) / len(v), sum(l for _, l in v) / len(v))
+                    for v in by_d.values())
+        D = C / (6 * n)
+        for (d0, l0), (d1, l1) in zip(Ds, Ds[1:]):
+            if d0 <= D <= d1:
+                w = math.log(D / d0) / math.log(d1 / d0)
+                points.append((n, D, l0 + w * (l1 - l0)))
+                break
+    out = {"points": points, "N": None, "D": None, "tokens_per_param": None,
+           "loss": None}
+    if len(points) < 3:
+        return out
+    x = torch.tensor([math.log(n) for n, _, _ in points], dtype=torch.float64)
+    y = torch.tensor([l for _, _, l in points], dtype=torch.float64)
+    a, b, c = torch.linalg.lstsq(torch.stack([x * x, x, torch.ones_like(x)], 1),
+                                 y[:, None]).solution[:, 0].tolist()
+    if a <= 0 or not x.min() < -b / (2 * a) < x.max():
+        return out
+    n_opt = math.exp(-b / (2 * a))
+    out.update(N=n_opt, D=C / (6 * n_opt), tokens_per_param=C / (6 * n_opt ** 2),
+               loss=c - b * b / (4 * a))
+    return out
 
 
 def bootstrap_over_seeds(runs: list[dict], fit, draws: int = 1000, seed: int = 0,

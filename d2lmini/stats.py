@@ -228,8 +228,11 @@ def compare(variant, baseline, *, metric: str,
             rows.append((names[1], [f"{x:{fmt}}" for x in b]))
         rows.append(("difference", [f"{d:+{fmt}}" for d in diffs]))
         width = max(10, *(len(r[0]) for r in rows))
-        print("\n".join([title] + _rows(width, [str(s) for s in seeds], rows)
-                        + ["  " + result.sentence(fmt)]))
+        said = ["  " + result.sentence(fmt)]
+        if len(said[0]) > 88:                     # the page is 88 columns wide
+            head, tail = said[0].rsplit("]: ", 1)
+            said = [head + "]:", "  " + tail]
+        print("\n".join([title] + _rows(width, [str(s) for s in seeds], rows) + said))
     if expect is not None:
         allowed = (expect,) if isinstance(expect, str) else tuple(expect)
         bad = set(allowed) - {"higher", "lower", "same", "unclear"}

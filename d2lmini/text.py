@@ -428,3 +428,181 @@ class DateTranslation:
         """(src (n, S), tgt_in (n, 11) = <bos> + ISO, tgt_out (n, 11) = ISO + <eos>)"""
         return pairs_to_tensors(self.pairs, self.src_vocab, self.tgt_vocab,
                                 device=device)[:3]
+
+
+# ---------------------------------------------------------------- your own data files
+def read_pairs(path, delimiter: str | None = None, columns: Sequence[int] = (0, 1),
+               header: bool = False, encoding: str = "utf-8") -> list[tuple[str, str]]:
+    """Your own (source, target) pairs from a text file, one pair a line -> a list of
+    ``(source, target)`` strings (for ``pairs_to_tensors``; or ``(text, label)``).
+
+    The file is tab-separated (TSV: the default, and what a ``.tsv`` or ``.txt`` file
+    is read as; quotes are plain characters) or comma-separated (CSV: a ``.csv`` file,
+    or ``delimiter=","``; a field holding commas, quotes or line breaks is in double
+    quotes, as spreadsheets write it).  ``columns``: the indices of the source and the
+    target field (``(1, 0)`` swaps them; other fields, such as the attribution column
+    of Tatoeba's files, are ignored).  ``header=True`` skips the first line.  Blank
+    lines are skipped.  A line with too few fields, or an empty source or target, is
+    an error that names the line.
+    """
+    import csv
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name, got {type(path).__name__}")
+    if delimiter is None:
+        delimiter = "," if os.fspath(path).lower().endswith(".csv") else "\t"
+    if not (isinstance(delimiter, str) and len(delimiter) == 1):
+        raise ValueError(f"delimiter must be one character such as '\\t' or ',', got "
+                         f"{delimiter!r}")
+    if (isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence)
+            or len(columns) != 2 or not all(_is_id(c) and c >= 0 for c in columns)
+            or columns[0] == columns[1]):
+        raise ValueError(f"columns must be two different field indices (source, "
+                         f"target) such as (0, 1), got {columns!r}")
+    check_bool(header, "header")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such file or directory: {os.fspath(path)!r} (the "
+                                f"working directory is {os.getcwd()!r})")
+    what = "tab" if delimiter == "\t" else repr(delimiter)
+    need = max(columns) + 1
+    pairs = []
+    try:
+        with open(path, encoding=encoding, newline="") as f:
+            rows = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_NONE
+                              if delimiter == "\t" else csv.QUOTE_MINIMAL)
+            for k, row in enumerate(rows):
+                line = rows.line_num
+                if (header and k == 0) or not any(field.strip() for field in row):
+                    continue
+                if len(row) < need:
+                    text = delimiter.join(row)
+                    hint = next((f" (it holds {n}: pass delimiter={d!r})"
+                                 for n, d in (("commas", ","), ("tabs", "\t"))
+                                 if d != delimiter and d in text), "")
+                    raise ValueError(f"{os.fspath(path)!r} line {line} has {len(row)} "
+                                     f"field(s) separated by {what}, expected at least "
+                                     f"{need}: {text!r:.60}{hint}")
+                src, tgt = row[columns[0]], row[columns[1]]
+                for side, field in (("source", src), ("target", tgt)):
+                    if not field.strip():
+                        raise ValueError(f"{os.fspath(path)!r} line {line}: the "
+                                         f"{side} (field "
+                                         f"{columns[side == 'target']}) is empty")
+                pairs.append((src, tgt))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{os.fspath(path)!r} is not {encoding} text ({err.reason} at "
+                         f"byte {err.start}): pass its encoding, e.g. "
+                         f"encoding='latin-1'") from err
+    except csv.Error as err:
+        raise ValueError(f"{os.fspath(path)!r} is not a text file of pairs: {err}") \
+            from err
+    if not pairs:
+        raise ValueError(f"{os.fspath(path)!r} holds no pairs (one per line, the "
+                         f"fields separated by {what})")
+    return pairs
+
+
+def split_heldout(data, fraction: float = 0.1, seed: int | None = 0,
+                  key: Callable | None = None):
+    """Hold out part of your data for measuring what the model learned ->
+    ``(train, heldout)``.
+
+    ``data`` a text (``str``): its last ``fraction`` of the characters is held out, in
+    one piece, so no training window overlaps a held-out one (``seed`` and ``key`` do
+    not apply).  ``data`` a list (pairs, labelled examples, ...): about ``fraction`` of
+    the items, drawn at random with ``seed`` (``seed=None``: the last items), both
+    parts in their original order.  ``key``: a function item -> group (e.g. ``lambda
+    p: p[0]``, the source of a pair); all items of a group go to the same part, so
+    an example repeated in the data is never both trained on and held out.
+    """
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not (
+            0 < fraction < 1):
+        raise ValueError(f"fraction must be a number strictly between 0 and 1 (the "
+                         f"share held out), got {fraction!r}")
+    if seed is not None and not (_is_id(seed) and seed >= 0):
+        raise ValueError(f"seed must be an int >= 0 or None, got {seed!r}")
+    if key is not None and not callable(key):
+        raise TypeError(f"key must be a function item -> group, or None, got "
+                        f"{type(key).__name__}")
+    if isinstance(data, str):
+        if key is not None:
+            raise TypeError("key groups the items of a list; a text is split at one "
+                            "point (its end is held out)")
+        n_held = round(fraction * len(data))
+        if not 0 < n_held < len(data):
+            raise ValueError(f"a text of {len(data)} characters leaves nothing on one "
+                             f"side when {fraction} of it is held out")
+        return data[:len(data) - n_held], data[len(data) - n_held:]
+    if (isinstance(data, (bytes, torch.Tensor, np.ndarray, AbstractSet, dict))
+            or not isinstance(data, Iterable)):
+        raise TypeError("data must be a text (str) or a list of examples, got "
+                        f"{type(data).__name__}"
+                        + (" (split the text or the list before encoding it)"
+                           if isinstance(data, (torch.Tensor, np.ndarray)) else ""))
+    items = list(data)
+    groups: dict = {}
+    for i, item in enumerate(items):
+        g = key(item) if key is not None else i
+        try:
+            groups.setdefault(g, []).append(i)
+        except TypeError as err:
+            raise TypeError(f"key must return a hashable group (a str, a number, a "
+                            f"tuple), got {type(g).__name__} for item {i}") from err
+    order = list(groups.values())
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    else:
+        order.reverse()                                  # the last items first
+    want, held = round(fraction * len(items)), set()
+    for idx in order:
+        if len(held) >= want:
+            break
+        held.update(idx)
+    if not held or len(held) == len(items):
+        raise ValueError(f"{len(items)} item(s) in {len(groups)} group(s) leave "
+                         f"nothing on one side when {fraction} of them is held out")
+    return ([x for i, x in enumerate(items) if i not in held],
+            [x for i, x in enumerate(items) if i in held])
+
+
+def random_batches(batch_size: int, *tensors: torch.Tensor, seed: int = 0,
+                   start: int = 0):
+    """An endless stream of random minibatches in which batch ``s`` depends only on
+    ``(seed, s)``.
+
+    tensors (n, ...) -> yields tuples ``(t[idx] for t in tensors)`` of ``batch_size``
+    rows drawn at random (with replacement, as nanoGPT draws its windows), for
+    s = start, start + 1, ...  A run resumed at step s with ``start=s`` therefore sees
+    exactly the batches the uninterrupted run saw.  It never ends: give ``d2l.train``
+    a ``max_steps``, e.g. ``d2l.train(model, loss, opt, lambda:
+    d2l.random_batches(32, x, y, start=done), max_steps=100)``.
+    """
+    check_positive_int(batch_size, "batch_size")
+    if not (_is_id(seed) and seed >= 0):
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if not (_is_id(start) and start >= 0):
+        raise ValueError(f"start must be an int >= 0 (the number of the first batch), "
+                         f"got {start!r}")
+    if not tensors:
+        raise ValueError("random_batches needs at least one tensor, e.g. "
+                         "random_batches(32, x, y)")
+    for k, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor) or t.dim() == 0:
+            raise TypeError(f"tensor {k} must be a torch.Tensor with a first "
+                            f"(example) dimension, got "
+                            + ("a 0-d tensor" if isinstance(t, torch.Tensor)
+                               else type(t).__name__))
+    n = tensors[0].shape[0]
+    if any(t.shape[0] != n for t in tensors) or n == 0:
+        raise ValueError("the tensors must have the same number of rows, at least "
+                         f"one, got shapes {[tuple(t.shape) for t in tensors]}")
+
+    def stream():
+        s = start
+        while True:
+            rng = np.random.default_rng([seed, s])
+            idx = torch.from_numpy(rng.integers(0, n, batch_size))
+            yield tuple(t[idx.to(t.device)] for t in tensors)
+            s += 1
+    return stream()

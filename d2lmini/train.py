@@ -102,9 +102,9 @@ def _shard(batch: tuple, rank: int, world: int, step: int) -> tuple:
     for t in batch:
         if isinstance(t, torch.Tensor) and t.dim() > 0:
             if t.shape[0] % world:
-                raise ValueError(f"batch {step + 1} has {t.shape[0]} rows, which do not "
-                                 f"divide among {world} processes: use a batch size "
-                                 f"that is a multiple of {world}")
+                raise ValueError(f"batch {step + 1} has {t.shape[0]} rows, which do "
+                                 f"not divide among {world} processes: use a batch "
+                                 f"size that is a multiple of {world}")
             n = t.shape[0] // world
             t = t[rank * n:(rank + 1) * n]
         out.append(t)

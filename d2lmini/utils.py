@@ -172,6 +172,11 @@ def show_source(obj, checks: bool = False) -> None:
     source = textwrap.dedent(inspect.getsource(obj))
     if not checks:
         source = _teaching_core(source)
+    show_code(source)
+
+
+def show_code(source: str) -> None:
+    """Python source text, highlighted in IPython/Jupyter, printed elsewhere."""
     try:
         from IPython import get_ipython
         from IPython.display import Code, display

@@ -2,10 +2,11 @@
 embedded and a few lines of JavaScript that draw them as SVG.
 
 The same output works in Jupyter, Colab, VS Code and the static HTML book (no
-server, no external file, no request).  Python decides *what* a setting shows (the
-explorers enumerate every setting through the same function their matplotlib figure
-uses); the JavaScript only draws those numbers: heatmaps (exact value on hover or
-tap), curves, a colour bar, and the controls that switch between settings.
+server, no external file, no request).  Python decides *what* a setting shows
+(:mod:`d2lmini.selection`: the explorers enumerate every setting through the same
+function their matplotlib figure uses); the JavaScript only draws those numbers:
+heatmaps (exact value on hover or tap), curves, a colour bar, and the controls that
+switch between settings.
 SVG text is vector: sharp on any screen, and laid out for the width it gets.
 """
 from __future__ import annotations

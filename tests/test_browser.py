@@ -130,8 +130,14 @@ class Visit:
             self.blocked.append(r.request.url)
             return r.abort()
         page.route("**/*", route)
-        page.goto(f"{base}/{path}", wait_until="networkidle")
-        page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        page.goto(f"{base}/{path}", wait_until="load")   # deferred scripts have run
+        page.wait_for_load_state("networkidle")
+        if page.evaluate("() => document.querySelector('.math, mjx-container') !== null"):
+            # a busy machine may not have started MathJax yet: wait for it, then for it
+            # to typeset
+            page.wait_for_function("() => window.MathJax && MathJax.startup && "
+                                   "MathJax.startup.promise", timeout=30000)
+            page.evaluate("() => MathJax.startup.promise")
         page.wait_for_load_state("networkidle")
 
     def close(self):

@@ -42,7 +42,8 @@ def test_local_mask_in_torch_sdpa_matches_ours_and_a_band_of_keys():
     assert torch.allclose(ours, theirs, atol=1e-6)
     assert torch.all(w[..., ~mask[0, 0]] == 0)
     # query 5 attends to keys 3, 4, 5 only: the same as attention over that slice
-    alone = F.scaled_dot_product_attention(q[..., 5:6, :], k[..., 3:6, :], v[..., 3:6, :])
+    alone = F.scaled_dot_product_attention(q[..., 5:6, :], k[..., 3:6, :],
+                                           v[..., 3:6, :])
     assert torch.allclose(theirs[..., 5:6, :], alone, atol=1e-6)
 
 

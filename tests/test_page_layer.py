@@ -38,6 +38,9 @@ def test_front_ends_borrow_no_private_helpers():
         for src, name in imports(m):
             assert not (src in FRONT_ENDS + ("selection",) and name.startswith("_")), \
                 f"{m} imports the private {name} from {src}"
+        used = re.findall(r"\b(" + "|".join(FRONT_ENDS) + r")\.(_\w+)",
+                          (PKG / f"{m}.py").read_text())
+        assert not [u for u in used if u[0] != m], f"{m} uses private {used}"
     # selection is below every front-end: it imports none of them
     assert not [s for s, _ in imports("selection") if s in FRONT_ENDS]
     for m in ("views", "monitor", "widgets"):

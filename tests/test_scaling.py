@@ -74,13 +74,33 @@ def test_non_embedding_params_of_the_shapes():
 
 def test_train_lm_is_reproducible_and_learns():
     train, held, vocab = scaling.char_data()
-    data = (train, held[:5000], vocab)
-    a = scaling.train_lm("S1", 2048 * 8, 0, 0.02, data=data)
-    b = scaling.train_lm("S1", 2048 * 8, 0, 0.02, data=data)
-    assert a["heldout"] == b["heldout"] and a["steps"] == 8
+    data = (train, held[:3000], vocab)
+    a = scaling.train_lm("S1", 2048 * 4, 0, 0.02, data=data)
+    b = scaling.train_lm("S1", 2048 * 4, 0, 0.02, data=data)
+    assert a["heldout"] == b["heldout"] and a["steps"] == 4
     assert a["heldout"] < math.log(len(vocab) - 1)          # below a uniform guess
     assert a["flops"] == 6 * a["non_embedding"] * a["tokens"]
     with pytest.raises(ValueError, match="tokens must be an int"):
         scaling.train_lm("S1", 10, 0, 0.01, data=data)
     with pytest.raises(ValueError, match="unknown size"):
         scaling.gpt_for("S9", 66, 64)
+
+
+def test_isoflop_finds_the_optimum_of_a_known_surface():
+    true = dict(E=1.3, A=40.0, alpha=0.5, B=300.0, beta=0.4)
+    runs = []
+    for n in [3e3, 6e3, 1.2e4, 2.5e4, 5e4, 1e5, 2e5]:
+        for d in [1.25e5, 2.5e5, 5e5, 1e6, 2e6, 4e6, 8e6]:
+            runs.append({"non_embedding": n, "tokens_asked": d, "tokens": d,
+                         "heldout": float(scaling.loss_surface(n, d, **true))})
+    C = 6 * 2.5e4 * 1e6
+    o = scaling.isoflop(runs, C)
+    want = scaling.compute_optimal(true, C)
+    assert len(o["points"]) >= 5
+    assert abs(math.log(o["N"] / want["N"])) < 0.3      # a parabola through 7 sizes
+    assert o["tokens_per_param"] == pytest.approx(o["D"] / o["N"])
+    # an edge optimum (the smallest size wins) is no optimum
+    edge = [r for r in runs if r["non_embedding"] >= want["N"] * 1.5]
+    assert scaling.isoflop(edge, C)["N"] is None
+    with pytest.raises(ValueError, match="C must be a positive"):
+        scaling.isoflop(runs, -1)

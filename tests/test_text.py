@@ -298,3 +298,170 @@ def test_sequence_loss_ignores_pads_and_equals_torch():
     assert torch.allclose(padded, d2l.sequence_loss(logits, targets))
     every = torch.nn.functional.cross_entropy(logits.reshape(-1, 7), targets.flatten())
     assert torch.allclose(d2l.sequence_loss(logits, targets, pad_id=None), every)
+
+
+# ---------------------------------------------------------------- your own data files
+def test_read_pairs_tsv_csv_columns_header_and_blank_lines(tmp_path):
+    tsv = tmp_path / "fra.txt"
+    tsv.write_text('Go.\tVa !\tCC-BY 2.0\n\n"Hi."\t"Salut !"\tCC-BY 2.0\r\n',
+                   encoding="utf-8")
+    assert d2l.read_pairs(tsv) == [("Go.", "Va !"), ('"Hi."', '"Salut !"')]
+    assert d2l.read_pairs(str(tsv), columns=(1, 0))[0] == ("Va !", "Go.")
+    assert d2l.read_pairs(tsv, columns=(0, 2))[1] == ('"Hi."', "CC-BY 2.0")
+    csv_file = tmp_path / "labels.csv"
+    csv_file.write_text('text,label\n"one, two",a\n"say ""hi""\nthere",b\n')
+    assert d2l.read_pairs(csv_file, header=True) == [("one, two", "a"),
+                                                     ('say "hi"\nthere', "b")]
+    semi = tmp_path / "x.txt"
+    semi.write_text("a;b\nc;d\n")
+    assert d2l.read_pairs(semi, delimiter=";") == [("a", "b"), ("c", "d")]
+    # the pairs go straight into pairs_to_tensors
+    src, *_ = d2l.pairs_to_tensors(d2l.read_pairs(tsv))
+    assert src.shape == (2, 5)                                     # '"Hi."'
+
+
+def test_read_pairs_errors_name_the_line_and_the_fix(tmp_path):
+    commas = tmp_path / "pairs.tsv"
+    commas.write_text("a\tb\nc,d\n")
+    with pytest.raises(ValueError, match=r"line 2 has 1 field.*tab.*delimiter=','"):
+        d2l.read_pairs(commas)
+    tabs = tmp_path / "pairs.csv"
+    tabs.write_text("a\tb\n")
+    with pytest.raises(ValueError, match=r"line 1 .*delimiter='\\t'"):
+        d2l.read_pairs(tabs)
+    empty_target = tmp_path / "e.tsv"
+    empty_target.write_text("a\tb\nc\t \n")
+    with pytest.raises(ValueError, match=r"line 2: the target \(field 1\) is empty"):
+        d2l.read_pairs(empty_target)
+    with pytest.raises(ValueError, match="at least 3"):
+        d2l.read_pairs(empty_target, columns=(0, 2))
+    nothing = tmp_path / "n.tsv"
+    nothing.write_text("\n\n")
+    with pytest.raises(ValueError, match="holds no pairs"):
+        d2l.read_pairs(nothing)
+    with pytest.raises(FileNotFoundError, match="No such file.*working directory"):
+        d2l.read_pairs(tmp_path / "missing.tsv")
+    binary = tmp_path / "model.tsv"
+    binary.write_bytes(b"\x80\x81\tx\n")
+    with pytest.raises(ValueError, match="not utf-8 text.*encoding="):
+        d2l.read_pairs(binary)
+    assert d2l.read_pairs(binary, encoding="latin-1") == [("\x80\x81", "x")]
+    with pytest.raises(TypeError, match="path must be a file name"):
+        d2l.read_pairs(["a\tb"])
+    with pytest.raises(ValueError, match="delimiter must be one character"):
+        d2l.read_pairs(commas, delimiter="\\t")
+    for bad in [(0,), (0, 0), (0, -1), "01", (0, 1.0)]:
+        with pytest.raises(ValueError, match="columns must be two different"):
+            d2l.read_pairs(commas, columns=bad)
+    with pytest.raises(TypeError, match="header must be True or False"):
+        d2l.read_pairs(commas, header="yes")
+
+
+def test_split_heldout_text_is_one_piece_at_the_end():
+    text = "abcdefghijklmnopqrst"
+    train, held = d2l.split_heldout(text, 0.25)
+    assert (train, held) == ("abcdefghijklmno", "pqrst")
+    assert d2l.split_heldout(text, 0.25, seed=7) == (train, held)   # seed: lists only
+    with pytest.raises(TypeError, match="key groups the items of a list"):
+        d2l.split_heldout(text, key=len)
+    with pytest.raises(ValueError, match="leaves nothing on one side"):
+        d2l.split_heldout("abc", 0.1)
+
+
+def test_split_heldout_list_random_reproducible_and_ordered():
+    items = list(range(100))
+    train, held = d2l.split_heldout(items, 0.2, seed=3)
+    assert len(held) == 20 and sorted(train + held) == items
+    assert train == sorted(train) and held == sorted(held)         # original order
+    assert d2l.split_heldout(items, 0.2, seed=3) == (train, held)
+    assert d2l.split_heldout(items, 0.2, seed=4)[1] != held
+    assert d2l.split_heldout(items, 0.2, seed=None) == (items[:80], items[80:])
+    assert d2l.split_heldout(tuple(items), 0.2, seed=3) == (train, held)
+
+
+def test_split_heldout_key_keeps_groups_on_one_side():
+    pairs = [(str(i % 7), str(i)) for i in range(70)]      # each source 10 times
+    train, held = d2l.split_heldout(pairs, 0.3, seed=0, key=lambda p: p[0])
+    assert not {s for s, _ in train} & {s for s, _ in held}
+    assert len(held) == 30 and len(train) + len(held) == 70
+    # without a key the same sources land on both sides
+    train, held = d2l.split_heldout(pairs, 0.3, seed=0)
+    assert {s for s, _ in train} & {s for s, _ in held}
+    with pytest.raises(ValueError, match="1 group.*nothing on one side"):
+        d2l.split_heldout([("a", "b")] * 5, 0.5, key=lambda p: p[0])
+    with pytest.raises(TypeError, match="hashable group"):
+        d2l.split_heldout([["a"], ["b"]], 0.5, key=lambda p: p)
+
+
+def test_split_heldout_bad_input():
+    for bad in (0, 1, -0.1, 1.5, True, "0.1", float("nan")):
+        with pytest.raises(ValueError, match="fraction must be a number strictly"):
+            d2l.split_heldout("abcdefghij", bad)
+    with pytest.raises(TypeError, match="before encoding"):
+        d2l.split_heldout(torch.arange(10))
+    for bad in (5, None, {1, 2}, b"bytes"):
+        with pytest.raises(TypeError, match="data must be a text"):
+            d2l.split_heldout(bad)
+    with pytest.raises(ValueError, match="seed must be an int >= 0 or None"):
+        d2l.split_heldout([1, 2, 3], 0.5, seed=-1)
+    with pytest.raises(TypeError, match="key must be a function"):
+        d2l.split_heldout([1, 2, 3], 0.5, key="source")
+    with pytest.raises(ValueError, match=r"1 item\(s\) .* leave nothing"):
+        d2l.split_heldout([1], 0.5)
+
+
+def test_random_batches_depend_only_on_seed_and_step():
+    x, y = torch.arange(50).reshape(25, 2), torch.arange(25)
+    stream = d2l.random_batches(4, x, y, seed=1)
+    first = [next(stream) for _ in range(6)]
+    for bx, by in first:
+        assert bx.shape == (4, 2) and by.shape == (4,)
+        assert torch.equal(bx[:, 0] // 2, by)                      # rows stay paired
+    resumed = d2l.random_batches(4, x, y, seed=1, start=3)
+    for a, b in zip(first[3:], resumed):
+        assert all(torch.equal(u, v) for u, v in zip(a, b))
+    other = next(d2l.random_batches(4, x, y, seed=2))
+    assert not torch.equal(other[1], first[0][1])
+    # every row is drawn eventually (uniform, with replacement)
+    seen = torch.cat([b[1] for _, b in zip(range(100), d2l.random_batches(4, x, y))])
+    assert set(seen.tolist()) == set(range(25))
+
+
+def test_random_batches_resume_training_exactly():
+    """Two runs of d2l.train (k steps, then the rest with start=k) equal one run."""
+    x = torch.randn(40, 3)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5]])                   # (40, 1)
+
+    def run(splits):
+        torch.manual_seed(0)
+        net = torch.nn.Linear(3, 1)
+        opt = torch.optim.Adam(net.parameters(), lr=0.1)
+        done = 0
+        for k in splits:
+            d2l.train(net, torch.nn.functional.mse_loss, opt,
+                      lambda: d2l.random_batches(8, x, y, start=done), max_steps=k,
+                      progress=False)
+            done += k
+        return net.weight.detach().clone()
+
+    assert torch.equal(run([10]), run([4, 6]))
+
+
+def test_random_batches_bad_input():
+    x = torch.zeros(5, 2)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        d2l.random_batches(0, x)
+    with pytest.raises(ValueError, match="at least one tensor"):
+        d2l.random_batches(4)
+    with pytest.raises(ValueError, match=r"same number of rows.*\(5, 2\), \(4,\)"):
+        d2l.random_batches(4, x, torch.zeros(4))
+    with pytest.raises(ValueError, match="at least"):
+        d2l.random_batches(4, torch.zeros(0, 2))
+    with pytest.raises(TypeError, match="tensor 1 must be a torch.Tensor.*list"):
+        d2l.random_batches(4, x, [1, 2, 3, 4, 5])
+    with pytest.raises(TypeError, match="0-d tensor"):
+        d2l.random_batches(4, torch.tensor(1.0))
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        d2l.random_batches(4, x, seed=-1)
+    with pytest.raises(ValueError, match="start must be an int >= 0"):
+        d2l.random_batches(4, x, start=1.5)

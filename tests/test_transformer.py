@@ -504,3 +504,30 @@ def test_greedy_decode_without_an_end_token_decodes_max_len():
     assert torch.equal(out, ys[:, 1:])
     with pytest.raises(ValueError, match="eos_id must be an id"):
         d2l.greedy_decode(model, src, max_len=9, bos_id=1, eos_id=11)
+
+
+def test_dropout_acts_in_the_four_places_of_chapter_8():
+    """dropout=p reaches the embedding + PE sum, every sub-layer's output, the
+    attention weights and the FFN's hidden layer (chapter 8's figure)."""
+    m = d2l.Transformer(11, 13, d_model=16, num_heads=2, num_layers=2, d_ff=32,
+                        dropout=0.3)
+    names = {n.split(".")[-1] for n, mod in m.named_modules()
+             if isinstance(mod, torch.nn.Dropout) and mod.p == 0.3}
+    assert {"dropout", "dropout1", "dropout2", "dropout3"} <= names
+    assert m.encoder.pos_encoding.dropout.p == 0.3
+    assert m.encoder.blocks[0].ffn.dropout.p == 0.3
+    attn = [mod for mod in m.modules() if isinstance(mod, d2l.MultiHeadAttention)]
+    assert len(attn) == 2 + 2 * 2 and all(a.dropout == 0.3 for a in attn)
+
+
+def test_generator_and_target_embedding_can_be_tied():
+    """Chapter 8 ties the generator to the target embedding: one matrix, counted
+    once, and the model still runs forward and backward."""
+    m = d2l.Transformer(11, 13, d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                        dropout=0.0)
+    before = sum(p.numel() for p in m.parameters())
+    m.generator.weight = m.decoder.embedding.weight
+    assert sum(p.numel() for p in m.parameters()) == before - 13 * 16
+    out = m(torch.tensor([[4, 5, 6]]), torch.tensor([[1, 4, 5]]))
+    out.sum().backward()
+    assert m.decoder.embedding.weight.grad is not None

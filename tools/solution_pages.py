@@ -45,9 +45,10 @@ def page(chapter: pathlib.Path) -> nbformat.NotebookNode:
     colab = next(c for c in nb.cells if c.cell_type == "code")
     cells = [new_markdown_cell(
         f"# Solutions to chapter {number}: {name}\n\n"
-        f"The worked solution of each exercise of [chapter {number}](../{chapter.stem}"
-        f".ipynb), as `d2l.solution(name)` shows it in a notebook, followed by its check "
-        f"on fresh inputs. Each teaches most after your own try."),
+        f"The worked solution of each exercise of {{doc}}`chapter {number} "
+        f"<../{chapter.stem}>`,\nas `d2l.solution(name)` shows it in a notebook, "
+        f"followed by its check on fresh\ninputs. Each teaches most after your own "
+        f"try."),
         new_code_cell(colab.source, metadata={"tags": ["remove-cell"]}),
         new_code_cell("import d2lmini as d2l")]
     for num, head, name in exercises(nb):
@@ -57,11 +58,23 @@ def page(chapter: pathlib.Path) -> nbformat.NotebookNode:
     return out
 
 
+INDEX = """# Solutions
+
+Every chapter ends with exercises that ask you to build something; each is checked by
+`d2l.exercise(name, answer)` on fresh inputs. The pages below hold a worked solution
+for each, with its check run on fresh inputs. In a notebook, `d2l.solution(name)`
+shows the same solution beside your own code. Each teaches most after your own try.
+
+"""
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    for chapter in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    chapters = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    for chapter in chapters:
         nbformat.write(page(chapter), OUT / chapter.name)
         print("wrote", (OUT / chapter.name).relative_to(ROOT))
+    (OUT / "index.md").write_text(INDEX)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import Wrong, call, expect, forbid_loops, register
+from .core import NotYet, Wrong, call, expect, forbid_loops, register
 from .core import fresh_generator as _gen
 
 
@@ -188,7 +188,7 @@ def _outputs_and_grads(mod, q, kv, mask, g_up):
     return out.detach(), grads
 
 
-@register("ch6_my_mha", "multi-head attention with shared key/value heads", chapter=6,
+@register("ch6_my_mha", "MyMultiHeadAttention", chapter=6,
           build=True, project=True)
 def _my_mha(answer):
     from ..attention import MultiHeadAttention
@@ -197,6 +197,8 @@ def _my_mha(answer):
     d, h = 16, 4
     # 1. num_kv_heads = num_heads: the same function as d2l.MultiHeadAttention
     mod = call(answer, d, h, h, case="MyMultiHeadAttention(16, 4, 4)")
+    if isinstance(mod, nn.Module) and not list(mod.parameters()):
+        raise NotYet()                          # the placeholder: nothing built yet
     if not isinstance(mod, nn.Module):
         raise Wrong(f"expected an nn.Module, got {type(mod).__name__}")
     if any(isinstance(m, (MultiHeadAttention, nn.MultiheadAttention))
@@ -272,7 +274,8 @@ def _my_mha(answer):
     if acc < 0.9:
         raise Wrong(f"trained on the two-relation task (300 steps), your layer with 2 "
                     f"query heads and 1 key/value head gets both letters right on "
-                    f"{acc:.3f} of the test positions (one head, same seed: {one:.3f}); "
+                    f"{acc:.3f} of the test positions (one head, same seed: "
+                    f"{one:.3f}); "
                     f"two heads of d2l.MultiHeadAttention reach 1.000. Does each "
                     f"query head keep its own slice of the output?")
     return (f"equal to d2l.MultiHeadAttention (self- and cross-attention, masks, "

@@ -50,7 +50,7 @@ def _floor(targets: torch.Tensor, pad_id: int) -> tuple[float, float]:
     return b["loss"], b["token_accuracy"]
 
 
-@register("ch10_input_blind", "input-blind loss and accuracy, positions known",
+@register("ch10_input_blind", "input-blind loss and accuracy",
           chapter=10, build=True)
 def _input_blind(answer):
     g = _gen()
@@ -137,7 +137,7 @@ _STEPS = dict(steps=300, batch_size=64, lr=5e-3, warmup=30, smoothing=0.0,
               max_len=80)
 
 
-@register("ch10_alibi", "ALiBi in the date model, on longer inputs", chapter=10,
+@register("ch10_alibi", "ALiBi in the date model", chapter=10,
           build=True, project=True)
 def _alibi(answer):
     from .. import ablation, experiments

@@ -24,13 +24,14 @@ def _triple(out, case: str):
     for name, v in zip(("a", "alpha", "L_inf"), out):
         if isinstance(v, torch.Tensor) and v.numel() == 1:
             v = v.item()
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                or not math.isfinite(v):
             raise Wrong(f"{name} must be a finite number ({case}), got {v!r}")
         vals.append(float(v))
     return vals
 
 
-@register("ch15_power_law_fit", "fit_power_law (a scaling law that predicts)",
+@register("ch15_power_law_fit", "fit_power_law (scaling law)",
           chapter=15, build=True, project=True)
 def _power_law_fit(answer):
     from .. import scaling
@@ -55,8 +56,8 @@ def _power_law_fit(answer):
         pred = scaling.power_law(N, got_a, got_alpha, got_inf)
         worst = (pred - L).abs().max().item()
         if abs(got_alpha - alpha) > 0.01 or abs(got_inf - L_inf) > 0.01 or worst > 1e-3:
-            raise Wrong(f"the fit misses an exact law ({case}): it is off the points by "
-                        f"up to {worst:.3g} nats (minimise the squared error in L "
+            raise Wrong(f"the fit misses an exact law ({case}): it is off the points "
+                        f"by up to {worst:.3g} nats (minimise the squared error in L "
                         f"itself; for a fixed alpha, a and L_inf follow by least "
                         f"squares)")
     # seeds: 3 noisy points per size; the fit's prediction 3x beyond the largest N
@@ -73,23 +74,24 @@ def _power_law_fit(answer):
         raise Wrong(f"on 18 noisy points (3 seeds per size) your fit predicts N = "
                     f"{far:,.0f} off the least-squares fit by {p_got - p_ref:+.3f} "
                     f"nats: fit every point, not one seed or the means of a subset")
-    # the chapter's task: the shipped runs of sizes S1..S5 predict S6
-    runs = [r for r in load_results("scaling_law")["runs"] if r["phase"] == "fixed"]
-    fit_runs = [r for r in runs if r["size"] != "S6"]
-    s6 = [r["heldout"] for r in runs if r["size"] == "S6"]
-    s5 = [r["heldout"] for r in runs if r["size"] == "S5"]
-    Nf = torch.tensor([r["non_embedding"] for r in fit_runs], dtype=torch.float64)
-    Lf = torch.tensor([r["heldout"] for r in fit_runs], dtype=torch.float64)
+    # the chapter's task: the shipped runs of S1..S6 predict XL, trained afterwards
+    runs = load_results("scaling_law")["runs"]
+    fixed = [r for r in runs if r["phase"] == "fixed"]
+    xl = [r["heldout"] for r in runs if r["phase"] == "xl"]
+    s6 = [r["heldout"] for r in fixed if r["size"] == "S6"]
+    Nf = torch.tensor([r["non_embedding"] for r in fixed], dtype=torch.float64)
+    Lf = torch.tensor([r["heldout"] for r in fixed], dtype=torch.float64)
     got = _triple(call(answer, Nf.clone(), Lf.clone(), case="the shipped runs"),
                   "the shipped runs")
-    n6 = next(r["non_embedding"] for r in runs if r["size"] == "S6")
-    pred, actual = float(scaling.power_law(n6, *got)), sum(s6) / len(s6)
-    naive = sum(s5) / len(s5)                   # "no scaling": S6 does as S5 did
+    n_xl = next(r["non_embedding"] for r in runs if r["phase"] == "xl")
+    pred, actual = float(scaling.power_law(n_xl, *got)), sum(xl) / len(xl)
+    naive = sum(s6) / len(s6)                  # "no scaling": XL does as S6 did
     if abs(pred - actual) >= abs(naive - actual):
-        raise Wrong(f"fitted on S1..S5, your law predicts S6 at {pred:.3f} nats, no "
-                    f"closer to its measured loss than S5's own loss is")
-    return (f"2 exact laws, 18 noisy points; fitted on the shipped S1..S5 it predicts "
-            f"S6 at {pred:.3f} nats, measured {actual:.3f} (S5's loss: {naive:.3f})")
+        raise Wrong(f"fitted on the shipped S1..S6, your law predicts XL at "
+                    f"{pred:.3f} nats, no closer to its measured loss than S6's own "
+                    f"loss is")
+    return (f"2 exact laws, 18 noisy points; fitted on the shipped S1..S6 it predicts "
+            f"XL at {pred:.3f} nats, measured {actual:.3f} (S6's loss: {naive:.3f})")
 
 
 # ------------------------------------------------------------------ induction heads
@@ -112,7 +114,7 @@ def _pair(out, case):
     return out
 
 
-@register("ch15_head_scores", "head_scores (finding the induction head)", chapter=15,
+@register("ch15_head_scores", "head_scores (induction head)", chapter=15,
           build=True, project=True)
 def _head_scores(answer):
     from .. import incontext as ic
@@ -183,8 +185,8 @@ def _strided(T: int, stride: int) -> torch.Tensor:
     return ((lag >= 0) & (lag % stride == 0))[None, None]
 
 
-@register("ch15_strided_mask", "strided_causal_mask (the Sparse Transformer's other "
-          "layer)", chapter=15, build=True, project=True)
+@register("ch15_strided_mask", "strided_causal_mask", chapter=15, build=True,
+          project=True)
 def _strided_mask(answer):
     from .. import gpt3, scaling
     forbid_loops(answer, "build the mask from tensor operations, with no Python loop "

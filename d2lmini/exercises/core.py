@@ -24,6 +24,7 @@ import math
 import numbers
 import os
 import pkgutil
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -258,7 +259,10 @@ def show_solution(name: str) -> Verdict:
     prints a reminder that the exercise is worth trying first, the solution's source,
     and the check's ✓ line.  Raises RuntimeError if the solution fails its own check
     (a bug in the book, never the reader's)."""
-    from ..utils import show_source
+    import inspect
+    import textwrap
+
+    from ..utils import show_code
 
     exercises = registry()
     if name not in exercises:
@@ -267,7 +271,8 @@ def show_solution(name: str) -> Verdict:
     fn, _ = _solutions()[name]
     print(f"Worked solution of “{exercises[name].title}” (chapter "
           f"{exercises[name].chapter}). Reading it teaches most after your own try.")
-    show_source(fn)
+    source = textwrap.dedent(inspect.getsource(fn))
+    show_code(re.sub(r"\A@solution\([^)]*\)\n", "", source))   # the registration: noise
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         ok = exercise(name, answer)

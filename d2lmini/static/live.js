@@ -109,15 +109,16 @@ function bertAPI(d) {
   v.itos.forEach(function (t, i) { if (i >= 4) idx[t] = i; });
   var api = {
     name: "bert", vocab: v,
-    // [CLS] + the characters, each "[MASK]" one mask token (as chapter 14 feeds it)
+    // [CLS] + the characters (as chapter 14 feeds it), each "[MASK]" one mask token;
+    // a text may also spell out [CLS] (then none is added) and [SEP]
     encode: function (text) {
-      var ids = [v.cls], bad = [];
-      String(text).split("[MASK]").forEach(function (piece, n) {
-        if (n) ids.push(v.mask);
+      var ids = [], bad = [], special = {"[MASK]": v.mask, "[CLS]": v.cls, "[SEP]": v.sep};
+      String(text).split(/(\[MASK\]|\[CLS\]|\[SEP\])/).forEach(function (piece) {
+        if (piece in special) return ids.push(special[piece]);
         chars(piece).forEach(function (c) { if (c in idx) ids.push(idx[c]); else bad.push(c); });
       });
       if (bad.length) throw new Error("characters " + JSON.stringify(Array.from(new Set(bad)).sort()) + " are not in the vocabulary");
-      return ids;
+      return ids[0] === v.cls ? ids : [v.cls].concat(ids);
     },
     // as d2lmini.bert.CharVocab.decode: characters, "_" for [MASK], other specials dropped
     decode: function (ids) { return ids.map(function (i) { return i >= 4 ? v.itos[i] : i === v.mask ? "_" : ""; }).join(""); },
@@ -169,17 +170,19 @@ function examples(row, list, on) {
 
 // ------------------------------------------------------------------ ch8: dates
 function dateBox(root, d) {
-  var api = window.d2lModels.date || (window.d2lModels.date = dateAPI(d)), run = 0;
+  var api = window.d2lModels.date || (window.d2lModels.date = dateAPI(d)), run = 0, toIndex = {};
+  d.vocab.src.forEach(function (t, i) { toIndex[t] = i; });
   var form = h("form", {"class": "d2l-live-row"}, root);
   var input = h("input", {type: "text", value: d.state.text, "aria-label": "a date", maxlength: d.max_src, spellcheck: "false", autocomplete: "off"}, form);
   h("button", {type: "submit", "class": "d2l-go"}, form, "translate");
   examples(h("div", {"class": "d2l-chips", "aria-label": "examples"}, root), d.examples, function (t) { input.value = t; go(); });
-  var answer = h("div", {"class": "d2l-answer", "aria-live": "polite"}, root, d.hint);
-  var note = h("div", {"class": "d2l-note"}, root);
+  var answer = h("div", {"class": "d2l-answer", "aria-live": "polite"}, root);
+  var note = h("div", {"class": "d2l-note"}, root, d.hint);
   var slot = h("div", {"class": "d2l-live-slot"}, root);
   function go() {
     var text = input.value, my = ++run;
     note.textContent = ""; note.classList.remove("d2l-error");
+    root.removeAttribute("data-answer");
     var unknown = chars(text).filter(function (c) { return !(c in toIndex); });
     if (!text.length) return;
     if (chars(text).length > d.max_src) return fail(note, "at most " + d.max_src + " characters");
@@ -212,7 +215,6 @@ function dateBox(root, d) {
       });
     }).catch(function (e) { busy(root, false); fail(note, e); });
   }
-  var toIndex = {}; d.vocab.src.forEach(function (t, i) { toIndex[t] = i; });
   form.addEventListener("submit", function (e) { e.preventDefault(); go(); });
 }
 function rows(w, n, t) {  // the first t rows and columns of an n x n flat matrix
@@ -278,6 +280,7 @@ function gptBox(root, d) {
   function go() {
     var my = ++run;
     note.textContent = ""; note.classList.remove("d2l-error"); steps = [];
+    root.removeAttribute("data-text");
     var opt = {maxNewTokens: +length.input.value, temperature: +temp.input.value,
                topK: topk.value ? +topk.value : null, seed: Math.max(0, Math.floor(+seed.value || 0))};
     var text = prompt.value;
@@ -285,6 +288,7 @@ function gptBox(root, d) {
     busy(root, true); write.textContent = "stop";
     out.innerHTML = ""; h("span", {"class": "d2l-prompt"}, out, text);
     api.writer(text, opt).then(function (w) {
+      var spent = 0;
       var tick = function () {
         if (my !== run) return;
         var t0 = performance.now(), s;
@@ -295,9 +299,12 @@ function gptBox(root, d) {
           span.addEventListener("click", function () { show(+this.getAttribute("data-step")); });
           if (performance.now() - t0 > d.frame_ms) break;
         }
+        spent += performance.now() - t0;
         show(steps.length - 1);
         if (s) return requestAnimationFrame(tick);
         busy(root, false); write.textContent = "write";
+        note.textContent = steps.length + " characters computed in " + (spent / 1000).toFixed(2) +
+          " s (" + (spent / Math.max(1, steps.length)).toFixed(1) + " ms each), in this browser";
         root.setAttribute("data-text", api.decode(w.ids.slice(api.encode(text).length)));
       };
       tick();
@@ -337,11 +344,15 @@ function bertBox(root, d) {
   function go() {
     var text = input.value, my = ++run, ids;
     note.textContent = ""; note.classList.remove("d2l-error");
+    root.removeAttribute("data-fillers");
     try {
       ids = api.encode(text);
       if (ids.indexOf(d.vocab.mask) < 0) throw new Error("put [MASK] where a character is missing");
       if (ids.length > d.config.max_len) throw new Error("at most " + (d.config.max_len - 1) + " characters ([MASK] counts as one)");
-    } catch (e) { return fail(note, e); }
+    } catch (e) {  // no answer of an earlier sentence beside the message
+      answer.innerHTML = ""; slot.innerHTML = ""; slot.className = "d2l-live-slot";
+      return fail(note, e);
+    }
     busy(root, true);
     Promise.all([api.fill(text), api.attention(ids)]).then(function (r) {
       if (my !== run) return;
@@ -355,7 +366,12 @@ function bertBox(root, d) {
       var labels = ids.map(function (i) { return i === d.vocab.mask ? "[MASK]" : shown(d.vocab.itos[i]); });
       var view = headView(slot, [{kind: "self", layers: r[1].map(function (hs) { return hs.map(function (w) { return [].concat.apply([], w); }); }),
                                   q: labels, k: labels, allowed: null}]);
-      view.focus("q", ids.indexOf(d.vocab.mask));
+      var at = ids.indexOf(d.vocab.mask);
+      view.focus("q", at);
+      // another layer: still what [MASK] attended to (the view itself would show all lines)
+      Array.prototype.forEach.call(slot.querySelectorAll("select"), function (s) {
+        s.addEventListener("change", function () { view.focus("q", at); });
+      });
       root.setAttribute("data-fillers", JSON.stringify(r[0]));
       busy(root, false);
     }).catch(function (e) { busy(root, false); fail(note, e); });

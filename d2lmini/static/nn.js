@@ -70,14 +70,19 @@ var ACT = {
   gelu: function (x) { return x * 0.5 * (1 + erf(x * Math.SQRT1_2)); },
   gelu_tanh: function (x) { return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x))); }
 };
-// x (T, in) -> x W^T + b (T, out)
+// x (T, in) -> x W^T + b (T, out); four running sums (faster; float64 either way)
 function linear(x, T, W, b) {
   var dout = W.shape[0], din = W.shape[1], w = W.data, y = new Float64Array(T * dout);
   for (var t = 0; t < T; t++) {
     var xo = t * din;
     for (var o = 0; o < dout; o++) {
-      var s = 0, wo = o * din;
-      for (var i = 0; i < din; i++) s += x[xo + i] * w[wo + i];
+      var s0 = 0, s1 = 0, s2 = 0, s3 = 0, wo = o * din, i = 0;
+      for (; i + 3 < din; i += 4) {
+        s0 += x[xo + i] * w[wo + i]; s1 += x[xo + i + 1] * w[wo + i + 1];
+        s2 += x[xo + i + 2] * w[wo + i + 2]; s3 += x[xo + i + 3] * w[wo + i + 3];
+      }
+      var s = (s0 + s1) + (s2 + s3);
+      for (; i < din; i++) s += x[xo + i] * w[wo + i];
       y[t * dout + o] = b ? s + b.data[o] : s;
     }
   }

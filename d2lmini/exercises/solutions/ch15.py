@@ -9,7 +9,8 @@ from ..core import solution
 
 @solution("ch15_power_law_fit")
 def fit_power_law(N, L):
-    N, L = torch.as_tensor(N, dtype=torch.float64), torch.as_tensor(L, dtype=torch.float64)
+    N = torch.as_tensor(N, dtype=torch.float64)
+    L = torch.as_tensor(L, dtype=torch.float64)
     ones = torch.ones_like(N)
 
     def solve(alpha):          # for a fixed alpha, L = a N^-alpha + L_inf is linear
