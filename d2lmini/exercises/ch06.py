@@ -268,16 +268,20 @@ def _my_mha(answer):
                         f"consecutive query heads share one (repeat_interleave)")
         expect(got, outs[False], case=f"{case}, causal mask", rtol=1e-4, atol=1e-5)
     # 3. the project: the two-relation task with 2 query heads and 1 key/value head
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
-    acc = _train_two_relations(lambda: answer(32, 2, 1), seed)
+    # about one seed in six stalls for 300 steps even with a right layer: the best
+    # of three seeds is judged (heads that share one output slice never get there)
+    for _ in range(3):
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
+        acc = _train_two_relations(lambda: answer(32, 2, 1), seed)
+        if acc >= 0.9:
+            break
     one = _train_two_relations(lambda: MultiHeadAttention(32, 1), seed)
     if acc < 0.9:
-        raise Wrong(f"trained on the two-relation task (300 steps), your layer with 2 "
-                    f"query heads and 1 key/value head gets both letters right on "
-                    f"{acc:.3f} of the test positions (one head, same seed: "
-                    f"{one:.3f}); "
-                    f"two heads of d2l.MultiHeadAttention reach 1.000. Does each "
-                    f"query head keep its own slice of the output?")
+        raise Wrong(f"trained on the two-relation task (300 steps, best of 3 seeds), "
+                    f"your layer with 2 query heads and 1 key/value head gets both "
+                    f"letters right on {acc:.3f} of the test positions (one head, same "
+                    f"seed: {one:.3f}); two heads of d2l.MultiHeadAttention reach "
+                    f"1.000. Does each query head keep its own slice of the output?")
     return (f"equal to d2l.MultiHeadAttention (self- and cross-attention, masks, "
             f"gradients) and to grouped-query attention; on the two-relation task, 2 "
             f"query heads sharing 1 key/value head: both letters right {acc:.3f} "
