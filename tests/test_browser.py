@@ -215,8 +215,19 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
             got = readout.inner_text()
             assert got != before and re.search(r": (-?[0-9.e+-]+|masked|-)$", got), got
         if shots_prefix:
-            fig.screenshot(path=str(SHOTS / f"{shots_prefix}-figure{n}.png"))
+            shot(page, fig, SHOTS / f"{shots_prefix}-figure{n}.png")
     return changed, total, dead, disabled
+
+
+def shot(page, element, path) -> None:
+    """A picture of one element; one taller than the window is clipped from the whole page
+    (Chromium never finds such an element "stable" for an element screenshot)."""
+    box = element.bounding_box()
+    if box["height"] <= page.viewport_size["height"]:
+        return element.screenshot(path=str(path))
+    top = page.evaluate("() => window.scrollY")
+    page.screenshot(path=str(path), full_page=True, clip={
+        "x": box["x"], "y": box["y"] + top, "width": box["width"], "height": box["height"]})
 
 
 def check_figures_sharp_and_readable(page) -> None:
