@@ -12,11 +12,11 @@ the SFT model's sampled answers to the same prompts, and KL(tuned || SFT) per an
 (the mean of log pi - log ref over the samples).
 
     python benchmarks/ch16_dpo.py --pilot            # learning rates, seed 100, valid
-    python benchmarks/ch16_dpo.py --seeds 0-4        # the experiment
+    python benchmarks/ch16_dpo.py --pilot --lrs 1e-3 --methods sft   # a wider grid
+    python benchmarks/ch16_dpo.py --seeds 0-4        # the experiment (--methods: one arm)
     python benchmarks/ch16_dpo.py --collect          # -> d2lmini/results/ch16_dpo.json
 
-Seed 0's DPO model is written to ``d2lmini/checkpoints/ch16_dpo.pt`` (float16).  One
-CPU thread.
+One CPU thread.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from d2lmini.checkpoints import machine, split_text  # noqa: E402
 PHRASING = "Finish the line in three words: {w}"
 WORDS, N_PAIR_PROMPTS, N_EVAL, STEPS, EVAL_EVERY, BATCH = 3, 320, 200, 100, 25, 16
 BETA = 0.1
-LRS = {"dpo": 1e-4, "sft": 1e-4}          # chosen by --pilot (see the pilot's log)
+METHODS = ("dpo", "sft")
 PILOT_LRS = (3e-5, 1e-4, 3e-4)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "d2lmini")
 RUNS = os.environ.get("CH16_RUNS", "/tmp/ch16_dpo_runs")
@@ -80,10 +80,10 @@ def one_seed(seed: int, tasks, sft, vocab, split="heldout", lrs=None, steps=None
     res = {"seed": seed, "pairs": len(pairs), "prompts": len(train_prompts),
            "pairs_all": [list(p) for p in pairs] if seed == 0 else None,
            "examples": [list(p) for p in pairs[:8]],
-           "sft": measure(sft, sft, vocab, judge, instructions, sft_answers,
-                          3000 + seed)}
+           "reference": measure(sft, sft, vocab, judge, instructions, sft_answers,
+                                3000 + seed)}
     models = {}
-    for method, lr in (lrs or LRS).items():
+    for method, lr in lrs.items():
         log, models[method] = arm(method, lr, sft, vocab, judge, pairs, instructions,
                                   sft_answers, seed)
         res[method] = {"lr": lr, "loss": [round(x, 4) for x in log["loss"]],
@@ -93,55 +93,77 @@ def one_seed(seed: int, tasks, sft, vocab, split="heldout", lrs=None, steps=None
     return res, models
 
 
+def chosen_lrs(methods=METHODS) -> dict:
+    """Each method's learning rate: the pilot's best final win rate on valid prompts
+    (a tie goes to the smaller KL), from a grid whose ends it does not touch."""
+    pilot = [json.load(open(f)) for f in sorted(glob.glob(f"{RUNS}/pilot_*.json"))]
+    chosen = {}
+    for m in methods:
+        tried = [r[m] for r in pilot if m in r]
+        if len(tried) < len(PILOT_LRS):
+            raise SystemExit("run --pilot first (the learning rates)")
+        best = max(tried, key=lambda a: (a["evals"][-1]["win_rate"], -a["evals"][-1]["kl"]))
+        if best["lr"] in (min(a["lr"] for a in tried), max(a["lr"] for a in tried)):
+            raise SystemExit(f"{m}: the best learning rate {best['lr']:g} is at the "
+                             f"grid's edge; run --pilot --lrs with a wider grid")
+        chosen[m] = best["lr"]
+    return chosen
+
+
+def collect() -> None:
+    """The per-seed, per-method files -> ``d2lmini/results/ch16_dpo.json``."""
+    runs = []
+    for path in sorted(glob.glob(f"{RUNS}/seed_*_dpo.json")):
+        res = json.load(open(path))
+        res.update({m: json.load(open(path.replace("_dpo.", f"_{m}.")))[m]
+                    for m in METHODS})
+        runs.append(res)
+    pilot = [json.load(open(f)) for f in sorted(glob.glob(f"{RUNS}/pilot_*.json"))]
+    data = {"settings": {"phrasing": PHRASING, "words": WORDS, "beta": BETA,
+                         "pair_prompts": N_PAIR_PROMPTS, "eval_prompts": N_EVAL,
+                         "steps": STEPS, "eval_every": EVAL_EVERY,
+                         "batch_pairs": BATCH, "lr": chosen_lrs(),
+                         "pilot_lrs": sorted({a["lr"] for r in pilot for m in METHODS
+                                              if m in r for a in [r[m]]}),
+                         "temperature": 1.0},
+            "machine": machine(), "torch": torch.__version__, "threads": 1,
+            "seconds": sum(r[m]["seconds"] for r in runs for m in METHODS),
+            "runs": runs, "pilot": pilot}
+    print(d2l.io.save_results("ch16_dpo", data))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="")
     ap.add_argument("--pilot", action="store_true")
+    ap.add_argument("--lrs", default="", help="the pilot's learning rates, a,b,...")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="which arms to run (dpo, sft or both)")
     ap.add_argument("--collect", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(RUNS, exist_ok=True)
     if args.collect:
-        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{RUNS}/seed_*.json"))]
-        pilot = [json.load(open(f)) for f in sorted(glob.glob(f"{RUNS}/pilot_*.json"))]
-        data = {"settings": {"phrasing": PHRASING, "words": WORDS, "beta": BETA,
-                             "pair_prompts": N_PAIR_PROMPTS, "eval_prompts": N_EVAL,
-                             "steps": STEPS, "eval_every": EVAL_EVERY,
-                             "batch_pairs": BATCH, "lr": LRS,
-                             "pilot_lrs": list(PILOT_LRS), "temperature": 1.0},
-                "machine": machine(), "torch": torch.__version__, "threads": 1,
-                "seconds": sum(r[m]["seconds"] for r in runs for m in LRS),
-                "runs": runs, "pilot": pilot}
-        print(d2l.io.save_results("ch16_dpo", data))
-        return
+        return collect()
+    methods = args.methods.split(",")
     text = d2l.load_corpus("tinyshakespeare.txt")
     tasks = align.InstructionTasks(split_text(text)[0])
     sft, vocab = align.load_tuned("sft")
     if args.pilot:
-        for lr in PILOT_LRS:
-            res, _ = one_seed(100, tasks, sft, vocab, "valid", {"dpo": lr, "sft": lr})
-            json.dump(res, open(f"{RUNS}/pilot_{lr:g}.json", "w"))
+        for lr in [float(x) for x in args.lrs.split(",")] if args.lrs else PILOT_LRS:
+            path = f"{RUNS}/pilot_{lr:g}_{'_'.join(methods)}.json"
+            if os.path.exists(path):
+                continue
+            res, _ = one_seed(100, tasks, sft, vocab, "valid", {m: lr for m in methods})
+            json.dump(res, open(path, "w"))
         return
     lo, _, hi = args.seeds.partition("-")
     for seed in range(int(lo), int(hi or lo) + 1):
-        path = f"{RUNS}/seed_{seed}.json"
-        if os.path.exists(path):
-            continue
-        res, models = one_seed(seed, tasks, sft, vocab)
-        if seed == 0:
-            m = models["dpo"]
-            torch.save({"config": m.config, "chars": vocab.chars,
-                        "state_dict": {k: v.half() for k, v in
-                                       m.state_dict().items()}},
-                       os.path.join(OUT, "checkpoints", "ch16_dpo.pt"))
-            shipped, _ = align.load_tuned("dpo")
-            judge = align.LengthJudge(WORDS)
-            instructions = prompts(tasks, "heldout", N_EVAL, 1)
-            sft_answers = align.answers(sft, vocab, instructions, 40, 1.0,
-                                        torch.Generator().manual_seed(1000))
-            res["shipped"] = measure(shipped, sft, vocab, judge, instructions,
-                                     sft_answers, 3000)
-        json.dump(res, open(path, "w"))
+        for m in methods:
+            path = f"{RUNS}/seed_{seed}_{m}.json"
+            if not os.path.exists(path):
+                res, _ = one_seed(seed, tasks, sft, vocab, lrs=chosen_lrs([m]))
+                json.dump(res, open(path, "w"))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ fine-tuning, and a rank sweep.  Each run writes one JSON file; ``--collect`` mer
 them into ``d2lmini/results/ch16_tuning.json``, which the chapter loads.
 
     python benchmarks/ch16_tuning.py --runs masked:0-4 unmasked:0-4   # one process
-    python benchmarks/ch16_tuning.py --runs select                     # LoRA's lr
+    python benchmarks/ch16_tuning.py --runs select                     # the lrs
     python benchmarks/ch16_tuning.py --runs lora8:0-4 lora1:0-1 ...
     python benchmarks/ch16_tuning.py --collect
     python benchmarks/ch16_tuning.py --steps 20 --batch 8 --quick --name ch16_mask \
@@ -14,8 +14,8 @@ them into ``d2lmini/results/ch16_tuning.json``, which the chapter loads.
 Run names: ``masked`` (the recipe: full fine-tuning, loss on the answer),
 ``unmasked`` (loss on the whole conversation), ``scratch`` (the recipe from random
 weights), ``lora<r>`` (LoRA of rank r, alpha = 2r, on all six linear layers of every
-block), ``loraqv8`` (rank 8 on W_q, W_v only), ``select`` (LoRA rank 8 at three
-learning rates, seed 100, 300 steps, judged on validation data).  Every run (by
+block), ``loraqv8`` (rank 8 on W_q, W_v only), ``select`` (LoRA rank 8 and full fine-tuning at several
+learning rates, seed 100, the runs' steps and batch, judged on validation data).  Every run (by
 default; ``--steps``, ``--batch``, ``--lr`` change it, ``--quick`` measures the held-out
 answer loss only, ``--name`` keeps the runs apart): 120 steps of 16 examples, lr 1e-3,
 AdamW, warm-up 10 steps, cosine to a tenth; the same seed
@@ -43,7 +43,8 @@ from d2lmini import align  # noqa: E402
 from d2lmini.checkpoints import CONFIG, machine, split_text  # noqa: E402
 
 STEPS, BATCH, LR, WARMUP = 120, 16, 1e-3, 10
-LORA_LRS = (2e-3, 5e-3, 1e-2)
+LORA_LRS = (2e-3, 5e-3, 1e-2, 2e-2, 5e-2)
+FULL_LRS = (3e-4, 1e-3, 3e-3)
 ALL_LINEAR = ("W_q", "W_k", "W_v", "W_o", "linear1", "linear2")
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "d2lmini")
 RUNS = os.environ.get("CH16_RUNS", "/tmp/ch16_runs")
@@ -68,15 +69,15 @@ def evaluate(model, vocab, sets) -> dict:
     per_task = {t: align.answer_loss(model, vocab, [e for e in sets["loss"]
                                                     if e.task == t])
                 for t in align.PHRASINGS}
-    if QUICK:                                  # the held-out answer loss only
-        return {"answer_loss": sum(per_task.values()) / len(per_task),
-                "answer_loss_per_task": per_task}
     valid = {t: align.answer_loss(model, vocab, [e for e in sets["valid"]
                                                  if e.task == t])
              for t in align.PHRASINGS}
-    return {"answer_loss": sum(per_task.values()) / len(per_task),
-            "answer_loss_per_task": per_task,
-            "valid_loss": sum(valid.values()) / len(valid),
+    losses = {"answer_loss": sum(per_task.values()) / len(per_task),
+              "answer_loss_per_task": per_task,
+              "valid_loss": sum(valid.values()) / len(valid)}
+    if QUICK:                                  # the answer losses only
+        return losses
+    return {**losses,
             "exact_seen": align.exact_match(model, vocab, sets["exact_seen"],
                                             per_task=True),
             "exact_new": align.exact_match(model, vocab, sets["exact_new"],
@@ -108,7 +109,7 @@ def build(variant: str, seed: int):
 
 
 def chosen_lora_lr() -> float:
-    files = sorted(glob.glob(os.path.join(RUNS, "select_*.json")))
+    files = sorted(glob.glob(os.path.join(RUNS, "select_lora_*.json")))
     if len(files) < len(LORA_LRS):
         raise SystemExit("run --runs select first (LoRA's learning rate)")
     runs = [json.load(open(f)) for f in files]
@@ -135,17 +136,21 @@ def run(variant: str, seed: int, tasks, sets) -> dict:
     return res
 
 
-def select(tasks, sets, lrs=LORA_LRS) -> None:
-    for lr in lrs:
-        if os.path.exists(os.path.join(RUNS, f"select_{lr:g}.json")):
-            continue
-        model, vocab = d2l.load_pretrained("shakespeare")
-        torch.manual_seed(100)
-        d2l.add_lora(model, rank=8, alpha=16, targets=ALL_LINEAR)
-        log = align.finetune(model, vocab, tasks, 300, lr, BATCH, 100, True, WARMUP)
-        res = {"variant": "select", "lr": lr, "seed": 100, "steps": 300,
-               "seconds": log["seconds"], "eval": evaluate(model, vocab, sets)}
-        write(f"select_{lr:g}", res)
+def select(tasks, sets) -> None:
+    """Each method's learning rate: seed 100, judged on the validation answer loss."""
+    for kind, lrs in (("lora", LORA_LRS), ("full", FULL_LRS)):
+        for lr in lrs:
+            if os.path.exists(os.path.join(RUNS, f"select_{kind}_{lr:g}.json")):
+                continue
+            model, vocab = d2l.load_pretrained("shakespeare")
+            torch.manual_seed(100)
+            if kind == "lora":
+                d2l.add_lora(model, rank=8, alpha=16, targets=ALL_LINEAR)
+            log = align.finetune(model, vocab, tasks, STEPS, lr, BATCH, 100, True,
+                                 WARMUP)
+            res = {"variant": f"select_{kind}", "lr": lr, "seed": 100, "steps": STEPS,
+                   "seconds": log["seconds"], "eval": evaluate(model, vocab, sets)}
+            write(f"select_{kind}_{lr:g}", res)
 
 
 def write(name: str, res: dict) -> None:
@@ -159,14 +164,15 @@ def write(name: str, res: dict) -> None:
 def collect(name: str = "ch16_tuning") -> None:
     runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(RUNS, "*.json")))]
     data = {"settings": {"steps": STEPS, "batch": BATCH, "lr": LR, "warmup": WARMUP,
-                         "lora_lrs": list(LORA_LRS), "lora_targets": list(ALL_LINEAR),
+                         "lora_lrs": list(LORA_LRS), "full_lrs": list(FULL_LRS),
+                         "lora_targets": list(ALL_LINEAR),
                          "optimizer": "AdamW, no weight decay, cosine to 0.1",
                          "eval": f"{25 if QUICK else 50} held-out examples per task",
                          "primary": "answer loss, mean over the four tasks"},
             "machine": machine(), "torch": torch.__version__, "threads": 1,
             "seconds": sum(r["seconds"] for r in runs),
-            "runs": {f"{r['variant']}:{r['seed']}" if r["variant"] != "select"
-                     else f"select:{r['lr']:g}": r for r in runs}}
+            "runs": {f"{r['variant']}:{r['seed']}" if "select" not in r["variant"]
+                     else f"{r['variant']}:{r['lr']:g}": r for r in runs}}
     print(d2l.io.save_results(name, data))
 
 
@@ -193,8 +199,8 @@ def main():
         return collect(args.name)
     tasks, sets = setup()
     for spec in args.runs:
-        if spec.startswith("select"):          # "select" or "select@0.005"
-            select(tasks, sets, [float(spec[7:])] if "@" in spec else LORA_LRS)
+        if spec == "select":
+            select(tasks, sets)
             continue
         variant, seeds = spec.split(":")
         lo, _, hi = seeds.partition("-")

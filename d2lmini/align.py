@@ -561,15 +561,14 @@ def preference_tune(policy, reference, vocab, pairs, steps: int, lr: float,
 
 
 # ------------------------------------------------------------------ shipped models
-TUNED = {"sft": "ch16_sft.pt", "dpo": "ch16_dpo.pt"}
+TUNED = {"sft": "ch16_sft.pt"}
 
 
 def load_tuned(name: str, device=None):
     """Chapter 16's tuned character GPTs -> ``(model in eval mode, CharVocab)``:
     ``"sft"`` (the shipped Shakespeare model after instruction tuning,
-    ``benchmarks/ch16_tuning.py``) or ``"dpo"`` (that model after DPO on the
-    chapter's preference pairs, ``benchmarks/ch16_dpo.py``).  Stored in float16,
-    returned in float32."""
+    ``benchmarks/ch16_tuning.py``; the chapter tunes it further with DPO itself).
+    Stored in float16, returned in float32."""
     from .checkpoints import CharVocab, read_checkpoint
     from .gpt import GPT
     if name not in TUNED:
