@@ -37,7 +37,8 @@ __all__ = ["USER", "ASSISTANT", "END", "chat_prompt", "Example", "InstructionTas
            "NUMBER_WORDS", "PHRASINGS", "EXACT_TASKS", "encode_chat", "sft_batch",
            "sequence_logprob", "dpo_loss", "answers", "exact_match", "answer_loss",
            "finetune", "load_tuned", "word_count", "LengthJudge", "win_rate",
-           "preference_pairs", "pair_batch", "sampled_kl", "preference_tune"]
+           "preference_pairs", "pair_batch", "sampled_kl", "preference_tune",
+           "ExampleSet", "read_dolly", "DOLLY_URL", "lora_instruction_tuning"]
 
 USER, ASSISTANT = "USER", "ASSISTANT"
 END = "\n"            # an answer is one line: the new line ends the assistant's turn
@@ -351,10 +352,10 @@ def answer_loss(model, vocab, examples, batch_size: int = 128) -> float:
 
 
 # ------------------------------------------------------------------ tuning
-def finetune(model, vocab, tasks: InstructionTasks, steps: int, lr: float,
+def finetune(model, vocab, tasks, steps: int, lr: float,
              batch_size: int = 16, seed: int = 0, mask_prompt: bool = True,
              warmup: int = 30, eval_every: int = 0, eval_fn=None, mix=None,
-             stop_after: int | None = None) -> dict:
+             stop_after: int | None = None, pad_id: int = 0) -> dict:
     """Supervised fine-tuning on random training examples of ``tasks``.
 
     AdamW (no weight decay) on the parameters that require a gradient (all of them,
@@ -362,8 +363,10 @@ def finetune(model, vocab, tasks: InstructionTasks, steps: int, lr: float,
     cosine decay to a tenth; each step a batch of ``batch_size`` examples drawn with
     a generator seeded ``seed`` (the same seed gives the same batches).  The loss
     is ``d2l.sequence_loss`` over the answers (``mask_prompt=True``) or over
-    everything after the first token.  ``mix``: the tasks to draw from (default:
-    all).  Every ``eval_every`` steps ``eval_fn()`` -> dict is logged.
+    everything after the first token.  ``tasks``: an :class:`InstructionTasks` or an
+    :class:`ExampleSet` of your own pairs; ``mix``: the tasks to draw from (default:
+    all).  ``pad_id``: the id that pads and marks "no loss" (50256 for GPT-2, whose
+    id 0 is a real token).  Every ``eval_every`` steps ``eval_fn()`` -> dict is logged.
     ``stop_after``: stop after that many steps of the ``steps``-step schedule (the
     first steps of a longer run, exactly).  Returns
     ``{"loss": [per step], "evals": [{"step": s, ...}], "seconds": ...}``; the
@@ -388,8 +391,8 @@ def finetune(model, vocab, tasks: InstructionTasks, steps: int, lr: float,
     try:
         for step in range(1, (stop_after or steps) + 1):
             x, y = sft_batch(vocab, tasks.sample(batch_size, generator=g, tasks=mix),
-                             mask_prompt=mask_prompt)
-            loss = sequence_loss(model(x.to(dev)), y.to(dev))
+                             mask_prompt=mask_prompt, pad_id=pad_id)
+            loss = sequence_loss(model(x.to(dev)), y.to(dev), pad_id=pad_id)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -406,6 +409,80 @@ def finetune(model, vocab, tasks: InstructionTasks, steps: int, lr: float,
         model.eval()
     log["seconds"] = time.perf_counter() - start
     return log
+
+
+class ExampleSet:
+    """Your own instruction pairs as something :func:`finetune` can draw batches from:
+    ``ExampleSet([("instruction", "answer"), ...])`` (or :class:`Example` objects);
+    ``sample(n, generator)`` draws ``n`` with replacement."""
+
+    def __init__(self, pairs):
+        self.examples = [p if isinstance(p, Example) else Example("own", *p)
+                         for p in pairs]
+        if not self.examples:
+            raise ValueError("pairs is empty: give at least one (instruction, answer)")
+        for e in self.examples:
+            if not (isinstance(e.instruction, str) and isinstance(e.answer, str)):
+                raise TypeError(f"a pair is two strings, got {e!r}")
+            if "\n" in e.answer:
+                raise ValueError(f"an answer must be one line, got {e.answer!r}")
+
+    def __len__(self):
+        return len(self.examples)
+
+    def sample(self, n: int, generator: torch.Generator | None = None, tasks=None):
+        if tasks is not None:
+            raise ValueError("an ExampleSet has no tasks to choose from; pass mix=None")
+        idx = torch.randint(len(self.examples), (n,), generator=generator)
+        return [self.examples[i] for i in idx.tolist()]
+
+
+# Databricks' Dolly-15k: 15,000 instructions written by people (CC BY-SA 3.0)
+DOLLY_URL = ("https://huggingface.co/datasets/databricks/databricks-dolly-15k/"
+             "resolve/main/databricks-dolly-15k.jsonl")
+
+
+def read_dolly(lines, max_chars: int = 120) -> list[tuple[str, str]]:
+    """Dolly-15k's JSON lines -> (instruction, answer) pairs that fit the chat format
+    of this chapter: no context passage, a one-line answer of at most ``max_chars``
+    characters."""
+    import json
+    pairs = []
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        ins, ans = r["instruction"].strip(), r["response"].strip()
+        if (r.get("context") or "").strip() or not ins or not ans:
+            continue
+        if "\n" in ins or "\n" in ans or len(ans) > max_chars:
+            continue
+        pairs.append((ins, ans))
+    return pairs
+
+
+def lora_instruction_tuning(model, tokenizer, train_pairs, show, steps: int = 100,
+                            lr: float = 1e-3, rank: int = 8, batch_size: int = 8,
+                            seed: int = 0, pad_id: int = 50256,
+                            max_new_tokens: int = 40) -> dict:
+    """LoRA instruction tuning of a GPT (e.g. ``d2l.gpt2_from_hf`` of GPT-2) with a
+    BPE ``tokenizer``: adapters of ``rank`` on every linear layer of every block,
+    ``steps`` of :func:`finetune` on ``train_pairs`` with the loss on the answers,
+    and the greedy answers to the instructions ``show`` before and after (None: no
+    end of turn within ``max_new_tokens``).  The model is changed in place (merged
+    back with ``merge_lora``).  -> {"before", "after", "loss", "trainable", "total"}."""
+    from .lora import add_lora, count_parameters, merge_lora
+    ask = lambda m: [answers(m, tokenizer, [s], max_new_tokens)[0] for s in show]
+    before = ask(model)                 # one prompt at a time: GPT-2 has no pad token
+    torch.manual_seed(seed)
+    add_lora(model, rank=rank, alpha=2 * rank,
+             targets=("W_q", "W_k", "W_v", "W_o", "linear1", "linear2"))
+    trainable, total = count_parameters(model)
+    log = finetune(model, tokenizer, ExampleSet(train_pairs), steps, lr, batch_size,
+                   seed, warmup=max(1, steps // 10), pad_id=pad_id)
+    merge_lora(model)
+    return {"before": before, "after": ask(model), "loss": log["loss"],
+            "trainable": trainable, "total": total}
 
 
 # ------------------------------------------------------------------ preferences
