@@ -220,14 +220,18 @@ def exercise_controls(page, shots_prefix=None) -> tuple[int, int, list[str], int
 
 
 def shot(page, element, path) -> None:
-    """A picture of one element; one taller than the window is clipped from the whole page
-    (Chromium never finds such an element "stable" for an element screenshot)."""
+    """A picture of one element; of one taller than the window, its top, as much as the
+    window shows (Chromium never finds such an element "stable" for an element
+    screenshot, and a full-page picture of a long chapter is slow on a loaded machine)."""
     box = element.bounding_box()
-    if box["height"] <= page.viewport_size["height"]:
+    height = page.viewport_size["height"]
+    if box["height"] <= height:
         return element.screenshot(path=str(path))
-    top = page.evaluate("() => window.scrollY")
-    page.screenshot(path=str(path), full_page=True, clip={
-        "x": box["x"], "y": box["y"] + top, "width": box["width"], "height": box["height"]})
+    element.evaluate("e => e.scrollIntoView({block: 'start'})")
+    box = element.bounding_box()                    # now relative to the window's top
+    top = max(0.0, box["y"])
+    page.screenshot(path=str(path), clip={"x": box["x"], "y": top, "width": box["width"],
+                                          "height": height - top})
 
 
 def check_figures_sharp_and_readable(page) -> None:
