@@ -216,8 +216,8 @@ def _softmax_scratch(answer):
         raise Wrong(f"your parameters became inf or nan ({case}): compute the "
                     "cross-entropy stably (log-sum-exp with the maximum subtracted)")
     W_ref, b_ref = _softmax_reference(X_big.double(), y, q, 0.5, 8, 2, seed)
-    scale = W_ref.abs().max().item()
-    if not torch.allclose(W, W_ref, rtol=1e-3, atol=1e-4 * scale):
+    scale = W_ref.abs().max().item()       # float32 against float64 on logits in the
+    if not torch.allclose(W, W_ref, rtol=1e-2, atol=1e-2 * scale):   # thousands: loose
         raise Wrong(f"your W differs from the reference run ({case}): is the loss "
                     "computed stably for large logits?")
     # 3. the chapter's task: three Gaussian blobs
