@@ -60,16 +60,16 @@ def measure(policy, sft, vocab, judge, instructions, sft_answers, seed) -> dict:
             "ended": len(ended) / len(got)}
 
 
-def arm(method, lr, sft, vocab, judge, pairs, instructions, sft_answers, seed) -> tuple:
+def arm(method, lr, sft, vocab, judge, pairs, instructions, sft_answers, seed) -> dict:
     policy = copy.deepcopy(sft)
     evals = lambda: measure(policy, sft, vocab, judge, instructions, sft_answers,
                             3000 + seed)
     log = align.preference_tune(policy, sft, vocab, pairs, STEPS, lr, BETA, BATCH,
                                 seed, method, eval_every=EVAL_EVERY, eval_fn=evals)
-    return log, policy
+    return log
 
 
-def one_seed(seed: int, tasks, sft, vocab, split="heldout", lrs=None, steps=None):
+def one_seed(seed: int, tasks, sft, vocab, lrs: dict, split="heldout") -> dict:
     judge = align.LengthJudge(WORDS)
     train_prompts = prompts(tasks, "train", N_PAIR_PROMPTS, seed)
     pairs = align.preference_pairs(sft, vocab, train_prompts,
@@ -82,15 +82,13 @@ def one_seed(seed: int, tasks, sft, vocab, split="heldout", lrs=None, steps=None
            "examples": [list(p) for p in pairs[:8]],
            "reference": measure(sft, sft, vocab, judge, instructions, sft_answers,
                                 3000 + seed)}
-    models = {}
     for method, lr in lrs.items():
-        log, models[method] = arm(method, lr, sft, vocab, judge, pairs, instructions,
-                                  sft_answers, seed)
+        log = arm(method, lr, sft, vocab, judge, pairs, instructions, sft_answers, seed)
         res[method] = {"lr": lr, "loss": [round(x, 4) for x in log["loss"]],
                        "margin": [round(x, 4) for x in log["margin"]],
                        "evals": log["evals"], "seconds": log["seconds"]}
         print(seed, method, lr, json.dumps(log["evals"][-1]), flush=True)
-    return res, models
+    return res
 
 
 def chosen_lrs(methods=METHODS) -> dict:
@@ -154,7 +152,7 @@ def main():
             path = f"{RUNS}/pilot_{lr:g}_{'_'.join(methods)}.json"
             if os.path.exists(path):
                 continue
-            res, _ = one_seed(100, tasks, sft, vocab, "valid", {m: lr for m in methods})
+            res = one_seed(100, tasks, sft, vocab, {m: lr for m in methods}, "valid")
             json.dump(res, open(path, "w"))
         return
     lo, _, hi = args.seeds.partition("-")
@@ -162,7 +160,7 @@ def main():
         for m in methods:
             path = f"{RUNS}/seed_{seed}_{m}.json"
             if not os.path.exists(path):
-                res, _ = one_seed(seed, tasks, sft, vocab, lrs=chosen_lrs([m]))
+                res = one_seed(seed, tasks, sft, vocab, chosen_lrs([m]))
                 json.dump(res, open(path, "w"))
 
 
