@@ -265,17 +265,20 @@ def _prefix_lm(answer):
     g = _gen()
     # 1. the mask itself, on fresh batches padded either way
     for i, side in enumerate(("right", "left", "right", "left")):
-        B, T = int(torch.randint(2, 5, (1,), generator=g)), int(
+        B, T = int(torch.randint(3, 6, (1,), generator=g)), int(
             torch.randint(4, 10, (1,), generator=g))
         lengths = torch.randint(1, T + 1, (B,), generator=g)
         lengths[0] = T
+        lengths[-1] = int(torch.randint(3, T, (1,), generator=g))   # padded, and
         tokens = torch.randint(3, 20, (B, T), generator=g)
         pos = torch.arange(T)[None, :]
         real = (pos < lengths[:, None] if side == "right"
                 else pos >= T - lengths[:, None])
         tokens[~real] = 0
         prefix = (torch.rand(B, generator=g) * (lengths + 1)).long()   # 0 ... length
-        prefix[1 % B] = 0                                   # a sentence with no prefix
+        prefix[1] = 0                                       # a sentence with no prefix
+        prefix[-1] = int(torch.randint(2, int(lengths[-1]), (1,), generator=g))
+        # ... a prefix of 2 or more real tokens, shorter than its sentence
         case = (f"case {i}: {side}-padded lengths {lengths.tolist()}, prefix lengths "
                 f"{prefix.tolist()}, T = {T}")
         got = call(answer, tokens.clone(), prefix.clone(), 0, case=case)
