@@ -246,8 +246,8 @@ def _best_span_judge(answer):
         s = torch.randn(B, T, generator=g) * 3
         e = torch.randn(B, T, generator=g) * 3
         s[0, -1], e[0, 0] = 20.0, 20.0                  # the best end before the start
-        if B > 1 and T > max_len + 2:
-            s[1, 0], e[1, -1] = 15.0, 15.0              # a span longer than max_len
+        if B > 1 and T > max_len:                       # a span one longer than max_len
+            s[1, 0], e[1, max_len] = 15.0, 15.0
         case = f"case {i}: {B} rows of {T} positions, max_len={max_len}"
         out = call(answer, s.clone(), e.clone(), max_len, case=case)
         if not isinstance(out, torch.Tensor):
