@@ -8,7 +8,8 @@ alternating the two implementations round after round so that a busy machine slo
 alike:
   training step  d2l.Transformer vs torch.nn.Transformer of the same size (embeddings,
                  positional encoding and output layer alike), forward + backward + Adam,
-                 at d_model 64 and 256;
+                 at d_model 64 and 256, with d2lmini's attention from scratch (keeps
+                 the weights) and on the fused kernel;
   greedy decode  d2l.generate with the KV cache vs Hugging Face GPT2LMHeadModel.generate
                  on the same random small GPT-2 (gpt2_from_hf: the same weights), at
                  batch 1 and 8;
@@ -46,13 +47,18 @@ def interleaved(fns: dict, rounds: int, sync) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def training_step(d_model: int, dev, batch=64, S=24, T=12, V=40, layers=2):
+def training_step(d_model: int, dev, batch=64, S=24, T=12, V=40, layers=2,
+                  fused=False):
+    """``fused``: d2lmini's attention on the fused kernel (d2l.set_fused_attention),
+    as the book's training runs use it; else the from-scratch path that keeps the
+    attention weights."""
     heads, d_ff = 4, 4 * d_model
     g = torch.Generator().manual_seed(0)
     src = torch.randint(1, V, (batch, S), generator=g).to(dev)
     tgt = torch.randint(1, V, (batch, T + 1), generator=g).to(dev)
     ours = d2l.Transformer(V, V, d_model=d_model, num_heads=heads, num_layers=layers,
                            d_ff=d_ff, dropout=0.0).to(dev)
+    d2l.set_fused_attention(ours, fused)
     theirs = TorchTransformer(V, V, d_model, heads, layers, d_ff).to(dev)
 
     def step(model, opt):
@@ -124,7 +130,10 @@ def main() -> None:
               f"{t['d2lmini'] / t['torch']:.2f} |", flush=True)
 
     for d in (64, 256):
-        row(f"training step, d_model {d}", training_step(d, dev), "nn.Transformer")
+        for fused in (False, True):
+            row(f"training step, d_model {d}, "
+                f"{'fused' if fused else 'from-scratch'} attention",
+                training_step(d, dev, fused=fused), "nn.Transformer")
     for b in (1, 8):
         fns, same = greedy_decode(b, dev)
         row(f"greedy decode, 64 tokens, batch {b} (same ids: {same})", fns,

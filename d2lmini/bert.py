@@ -121,7 +121,7 @@ class BERT(nn.Module):
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.segment_embedding = nn.Embedding(num_segments, d_model)
         self.position_embedding = nn.Embedding(max_len, d_model)
-        self.embed_norm = LayerNorm(d_model, norm_eps)
+        self.embed_norm = LayerNorm(d_model, norm_eps, fused=True)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList()
         for _ in range(num_layers):                      # chapter 8's block, post-norm
@@ -131,7 +131,7 @@ class BERT(nn.Module):
             self.blocks.append(blk)
         self.pooler = nn.Linear(d_model, d_model)        # [CLS] -> tanh(dense)
         self.mlm_dense = nn.Linear(d_model, d_model)  # MLM head: dense, act, norm, E^T
-        self.mlm_norm = LayerNorm(d_model, norm_eps)
+        self.mlm_norm = LayerNorm(d_model, norm_eps, fused=True)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
         self._act = act
         self.reset_parameters()

@@ -102,9 +102,9 @@ class GPTBlock(nn.Module):
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, "
                              f"got {activation!r}")
-        self.norm1 = LayerNorm(d_model, norm_eps)
+        self.norm1 = LayerNorm(d_model, norm_eps, fused=True)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias=bias)
-        self.norm2 = LayerNorm(d_model, norm_eps)
+        self.norm2 = LayerNorm(d_model, norm_eps, fused=True)
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout,
                                    "gelu" if activation == "gelu_tanh" else activation)
         # GPT-2's GELU: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
@@ -219,7 +219,7 @@ class GPT(nn.Module):
                                              activation, bias, norm_eps)
                                     for _ in range(num_layers))
         # pre-norm leaves the stream un-normalised
-        self.norm = LayerNorm(d_model, norm_eps)
+        self.norm = LayerNorm(d_model, norm_eps, fused=True)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for p in self.parameters():      # as d2l.Transformer: Xavier for every matrix
             if p.dim() > 1:

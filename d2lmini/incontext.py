@@ -70,9 +70,10 @@ class AttentionOnly(nn.Module):
         self.vocab_size, self.max_len, self.heads = vocab_size, max_len, heads
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
-        self.norms = nn.ModuleList(LayerNorm(d_model) for _ in range(num_layers))
+        self.norms = nn.ModuleList(LayerNorm(d_model, fused=True)
+                                   for _ in range(num_layers))
         self.layers = nn.ModuleList(MultiHeadAttention(d_model, h) for h in heads)
-        self.norm = LayerNorm(d_model)
+        self.norm = LayerNorm(d_model, fused=True)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         # head_mask[i, j] multiplies head j of layer i (padded with ones past its heads)
         self.register_buffer("head_mask", torch.ones(num_layers, max(heads)))

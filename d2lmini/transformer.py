@@ -207,8 +207,8 @@ class EncoderBlock(nn.Module):
         # d_ff = 0: no FFN sub-layer at all (an ablation, chapter 9); ffn and norm2
         # are None
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
-        self.norm1, self.norm2 = (LayerNorm(d_model),
-                                  LayerNorm(d_model) if d_ff else None)
+        self.norm1, self.norm2 = (LayerNorm(d_model, fused=True),
+                                  LayerNorm(d_model, fused=True) if d_ff else None)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _sa(self, x, mask):
@@ -238,8 +238,9 @@ class DecoderBlock(nn.Module):
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         # d_ff = 0: none
         self.ffn = PositionWiseFFN(d_model, d_ff, dropout) if d_ff else None
-        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
-        self.norm3 = LayerNorm(d_model) if d_ff else None
+        self.norm1, self.norm2 = (LayerNorm(d_model, fused=True),
+                                  LayerNorm(d_model, fused=True))
+        self.norm3 = LayerNorm(d_model, fused=True) if d_ff else None
         self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout)
                                                        for _ in range(3))
 
@@ -282,7 +283,7 @@ class _Stack(nn.Module):
             "none": lambda: nn.Dropout(dropout)}[pos_encoding]()
         self.blocks = nn.ModuleList(block() for _ in range(num_layers))
         # pre-norm leaves the residual stream un-normalised: add a final LayerNorm
-        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.norm = LayerNorm(d_model, fused=True) if norm_first else nn.Identity()
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         check_tensor(tokens, "tokens", ndim=2)

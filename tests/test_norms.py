@@ -49,6 +49,32 @@ def test_layernorm_matches_torch(shape, normalized_shape):
     _assert_all_close(_fwd_bwd(ours, x), _fwd_bwd(ref, x))
 
 
+@pytest.mark.parametrize("normalized_shape", [8, (5, 8)])
+def test_layernorm_fused_equals_from_scratch_and_keeps_the_checks(normalized_shape):
+    """The fused kernel the models use computes the from-scratch formula: same
+    forward and gradients (float64), same errors on bad input."""
+    torch.manual_seed(0)
+    scratch = d2l.LayerNorm(normalized_shape).double()
+    _randomise(scratch)
+    fused = d2l.LayerNorm(normalized_shape, fused=True).double()
+    fused.load_state_dict(scratch.state_dict())
+    x = 3 * torch.randn(3, 5, 8, dtype=torch.float64) + 2
+    _assert_all_close(_fwd_bwd(fused, x), _fwd_bwd(scratch, x), atol=1e-12)
+    with pytest.raises(ValueError, match=r"expected input ending in"):
+        fused(torch.randn(4, 7, dtype=torch.float64))
+    with pytest.raises(TypeError, match="fused must be True or False"):
+        d2l.LayerNorm(8, fused="yes")
+
+
+def test_models_use_the_fused_layernorm():
+    models = [d2l.Transformer(11, 12, d_model=8, num_heads=2, num_layers=1, d_ff=16,
+                              norm_first=True),
+              d2l.GPT(11, d_model=8, num_heads=2, num_layers=1, d_ff=16)]
+    norms = [m for model in models for m in model.modules()
+             if isinstance(m, d2l.LayerNorm)]
+    assert len(norms) == 7 + 3 and all(m.fused for m in norms)
+
+
 def test_layernorm_tuple_shape_statistics_per_example():
     # normalising over (T, F): every example of the output has mean 0 and variance 1
     x = torch.randn(4, 5, 8) * 10 + 3
