@@ -45,7 +45,7 @@ from d2lmini.checkpoints import CONFIG, machine, split_text  # noqa: E402
 STEPS, BATCH, LR, WARMUP = 120, 16, 1e-3, 10
 LORA_LRS = (2e-3, 5e-3, 1e-2, 2e-2, 5e-2)
 FULL_LRS = (3e-4, 1e-3, 3e-3)
-ALL_LINEAR = ("W_q", "W_k", "W_v", "W_o", "linear1", "linear2")
+ALL_LINEAR = d2l.lora.ALL_LINEAR
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "d2lmini")
 RUNS = os.environ.get("CH16_RUNS", "/tmp/ch16_runs")
 WRITE_CHECKPOINT = False

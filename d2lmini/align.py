@@ -471,12 +471,11 @@ def lora_instruction_tuning(model, tokenizer, train_pairs, show, steps: int = 10
     and the greedy answers to the instructions ``show`` before and after (None: no
     end of turn within ``max_new_tokens``).  The model is changed in place (merged
     back with ``merge_lora``).  -> {"before", "after", "loss", "trainable", "total"}."""
-    from .lora import add_lora, count_parameters, merge_lora
+    from .lora import ALL_LINEAR, add_lora, count_parameters, merge_lora
     ask = lambda m: [answers(m, tokenizer, [s], max_new_tokens)[0] for s in show]
     before = ask(model)                 # one prompt at a time: GPT-2 has no pad token
     torch.manual_seed(seed)
-    add_lora(model, rank=rank, alpha=2 * rank,
-             targets=("W_q", "W_k", "W_v", "W_o", "linear1", "linear2"))
+    add_lora(model, rank=rank, alpha=2 * rank, targets=ALL_LINEAR)
     trainable, total = count_parameters(model)
     log = finetune(model, tokenizer, ExampleSet(train_pairs), steps, lr, batch_size,
                    seed, warmup=max(1, steps // 10), pad_id=pad_id)

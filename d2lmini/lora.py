@@ -24,7 +24,11 @@ import torch
 from torch import nn
 
 __all__ = ["LoRALinear", "add_lora", "merge_lora", "lora_parameters",
-           "count_parameters"]
+           "count_parameters", "ALL_LINEAR"]
+
+# every matrix of a GPT block (attention and FFN), the "all linear" choice of the LoRA
+# paper's follow-ups; chapter 16 compares it with the paper's W_q, W_v
+ALL_LINEAR = ("W_q", "W_k", "W_v", "W_o", "linear1", "linear2")
 
 
 def _check_rank_alpha(rank, alpha) -> None:
