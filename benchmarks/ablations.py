@@ -75,7 +75,7 @@ CH10 = {
     "6 layers, pre, no warm-up": dict(DEEP, norm_first=True, warmup=0, steps=500,
                                       eval_at=(25, 50, 100, 200, 300, 400, 500)),
 }
-ATTENTION_MAPS = ("full model", "1 head", "16 heads")     # seed 0: one source's weights
+ATTENTION_MAPS = ("full model",)          # seed 0: one source's weights
 DEPTH = dict(steps=3000, lrs=(1e-3, 3e-4), depths=[(2, False), (16, False), (16, True)])
 
 
